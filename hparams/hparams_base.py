@@ -1,0 +1,185 @@
+"""The frozen, typed hyperparameters of a Transformer and strict `k=v` overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import os
+import tempfile
+from typing import Any
+
+NORM_POSITIONS = ("post", "pre")
+POSITION_ENCODINGS = ("sinusoid", "sinusoid_concat", "learned")
+LEARNING_RATE_SCHEDULES = ("rsqrt_warmup", "constant")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class HParams:
+    """Hyperparameters of the model and its optimization, in the paper's terms.
+
+    Defaults are the paper's base model (section 3 and 5). `d_k` / `d_v` of 0 mean
+    `d_model // num_heads`, the paper's choice; Table 3 row (B) sets `d_k` alone.
+    """
+
+    # Architecture (section 3).
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    d_model: int = 512
+    d_ff: int = 2048
+    num_heads: int = 8
+    d_k: int = 0
+    d_v: int = 0
+    norm_position: str = "post"
+    position_encoding: str = "sinusoid"
+    max_positions: int = 1024
+    shared_embeddings: bool = True
+    layer_norm_epsilon: float = 1e-6
+    # Regularization (section 5.4).
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    relu_dropout: float = 0.0
+    label_smoothing: float = 0.1
+    # Optimization (section 5.3).
+    learning_rate_schedule: str = "rsqrt_warmup"
+    learning_rate: float = 1.0
+    warmup_steps: int = 4000
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.98
+    adam_epsilon: float = 1e-9
+    clip_grad_norm: float = 0.0
+    # Batching (section 5.1): tokens per replica; accum_steps multiplies it.
+    batch_size: int = 4096
+    accum_steps: int = 1
+    max_length: int = 256
+    train_steps: int = 100000
+    # Execution.
+    precision: str = "float32"
+    jit_compile: bool = False
+
+    def __post_init__(self) -> None:
+        _check_choice("norm_position", self.norm_position, NORM_POSITIONS)
+        _check_choice("position_encoding", self.position_encoding, POSITION_ENCODINGS)
+        _check_choice(
+            "learning_rate_schedule", self.learning_rate_schedule, LEARNING_RATE_SCHEDULES
+        )
+        _check_choice("precision", self.precision, PRECISIONS)
+        for name in (
+            "num_encoder_layers",
+            "num_decoder_layers",
+            "d_model",
+            "d_ff",
+            "num_heads",
+            "batch_size",
+            "accum_steps",
+            "max_length",
+            "max_positions",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"hparam {name} must be positive, got {getattr(self, name)}")
+        for name in ("dropout", "attention_dropout", "relu_dropout", "label_smoothing"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"hparam {name} must be in [0, 1), got {getattr(self, name)}")
+        if not (self.d_k or self.d_v) and self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "
+                "set d_k and d_v explicitly"
+            )
+
+    @property
+    def key_dim(self) -> int:
+        """d_k: size of each head's queries and keys."""
+        return self.d_k or self.d_model // self.num_heads
+
+    @property
+    def value_dim(self) -> int:
+        """d_v: size of each head's values."""
+        return self.d_v or self.d_model // self.num_heads
+
+    def replace(self, **changes: Any) -> HParams:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> HParams:
+        """Builds HParams from a dict, rejecting unknown keys and wrong types."""
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        for key in values:
+            _check_known(key, known)
+        return cls(**{k: _coerce(known[k], v, source="json") for k, v in values.items()})
+
+    @classmethod
+    def from_json(cls, text: str) -> HParams:
+        return cls.from_dict(json.loads(text))
+
+    def save(self, path: str) -> None:
+        """Writes the JSON atomically (temporary file, then rename)."""
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".hparams-", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(self.to_json() + "\n")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str) -> HParams:
+        with open(path) as f:
+            return cls.from_json(f.read())
+
+    def override(self, overrides: str) -> HParams:
+        """Applies `k=v,k=v` overrides strictly: unknown keys and bad values raise ValueError."""
+        known = {f.name: f for f in dataclasses.fields(self)}
+        changes: dict[str, Any] = {}
+        for item in filter(None, (s.strip() for s in overrides.split(","))):
+            key, sep, text = item.partition("=")
+            key = key.strip()
+            if not sep:
+                raise ValueError(f"hparams override {item!r} is not of the form key=value")
+            _check_known(key, known)
+            changes[key] = _parse(known[key], text.strip())
+        return self.replace(**changes)
+
+
+def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"hparam {name}={value!r} is not one of {', '.join(choices)}")
+
+
+def _check_known(key: str, known: dict[str, dataclasses.Field]) -> None:
+    if key not in known:
+        close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown hparam {key!r}{hint} Valid keys: {', '.join(sorted(known))}")
+
+
+def _type_of(field: dataclasses.Field) -> type:
+    # With `from __future__ import annotations` the annotation is a string.
+    return {"int": int, "float": float, "bool": bool, "str": str}[str(field.type)]
+
+
+def _parse(field: dataclasses.Field, text: str) -> Any:
+    kind = _type_of(field)
+    try:
+        if kind is bool:
+            lowered = text.lower()
+            if lowered not in ("true", "false", "1", "0"):
+                raise ValueError
+            return lowered in ("true", "1")
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"hparam {field.name} expects {kind.__name__}, got {text!r}") from None
+
+
+def _coerce(field: dataclasses.Field, value: Any, source: str) -> Any:
+    kind = _type_of(field)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"hparam {field.name} expects {kind.__name__} in {source}, got {value!r}")
+    return value

@@ -1,0 +1,104 @@
+"""The named hparams sets: the paper's models, every Table 3 row, parsing, and CPU-sized sets.
+
+Each set is derived in one step from its parent, so a set's definition reads as its difference
+from the paper's base model.
+"""
+
+from __future__ import annotations
+
+from t2t_lite.hparams.hparams_base import HParams
+
+from t2t_lite.registry import Registry
+
+HPARAMS_SETS: Registry[HParams] = Registry("hparams set")
+
+# Section 3 and 5: the base model, trained 100K steps.
+transformer_base = HParams()
+# Table 3 "big": trained 300K steps; P_drop 0.3 for en-de, 0.1 for en-fr (section 6.1).
+transformer_big = transformer_base.replace(
+    d_model=1024, d_ff=4096, num_heads=16, dropout=0.3, train_steps=300000
+)
+transformer_big_enfr = transformer_big.replace(dropout=0.1)
+
+# tensor2tensor's later defaults, kept apart from the paper's sets: pre-norm, concatenated sin|cos
+# timing signal, twice the learning rate with twice the warmup, attention and ReLU dropout.
+transformer_base_t2t = transformer_base.replace(
+    norm_position="pre",
+    position_encoding="sinusoid_concat",
+    learning_rate=2.0,
+    warmup_steps=8000,
+    attention_dropout=0.1,
+    relu_dropout=0.1,
+)
+
+# Section 6.3: 4 layers, d_model 1024, the rest as the en-de base model. Linearized trees are long.
+transformer_parsing = transformer_base.replace(
+    num_encoder_layers=4, num_decoder_layers=4, d_model=1024, max_length=512
+)
+
+# Small sets for tests and CPU runs.
+transformer_tiny = transformer_base.replace(
+    num_encoder_layers=2,
+    num_decoder_layers=2,
+    d_model=64,
+    d_ff=256,
+    num_heads=4,
+    dropout=0.0,
+    batch_size=1024,
+    max_length=64,
+    warmup_steps=200,
+    train_steps=1000,
+    max_positions=256,
+)
+transformer_small = transformer_base.replace(
+    num_encoder_layers=3,
+    num_decoder_layers=3,
+    d_model=256,
+    d_ff=1024,
+    num_heads=4,
+    batch_size=2048,
+    max_length=128,
+    warmup_steps=1000,
+    train_steps=20000,
+    max_positions=512,
+)
+
+PAPER_SETS = {
+    "transformer_base": transformer_base,
+    "transformer_big": transformer_big,
+    "transformer_big_enfr": transformer_big_enfr,
+    "transformer_base_t2t": transformer_base_t2t,
+    "transformer_parsing": transformer_parsing,
+    "transformer_tiny": transformer_tiny,
+    "transformer_small": transformer_small,
+}
+
+# Table 3: one set per row; names say the change against transformer_base.
+TABLE3_SETS = {
+    # (A) number of heads, d_k = d_v = d_model / h.
+    "transformer_base_h1": transformer_base.replace(num_heads=1),
+    "transformer_base_h4": transformer_base.replace(num_heads=4),
+    "transformer_base_h16": transformer_base.replace(num_heads=16),
+    "transformer_base_h32": transformer_base.replace(num_heads=32),
+    # (B) smaller keys only; d_v stays 64.
+    "transformer_base_dk16": transformer_base.replace(d_k=16, d_v=64),
+    "transformer_base_dk32": transformer_base.replace(d_k=32, d_v=64),
+    # (C) depth and width.
+    "transformer_base_n2": transformer_base.replace(num_encoder_layers=2, num_decoder_layers=2),
+    "transformer_base_n4": transformer_base.replace(num_encoder_layers=4, num_decoder_layers=4),
+    "transformer_base_n8": transformer_base.replace(num_encoder_layers=8, num_decoder_layers=8),
+    "transformer_base_d256": transformer_base.replace(d_model=256),
+    "transformer_base_d1024": transformer_base.replace(d_model=1024),
+    "transformer_base_ff1024": transformer_base.replace(d_ff=1024),
+    "transformer_base_ff4096": transformer_base.replace(d_ff=4096),
+    # (D) regularization.
+    "transformer_base_drop0": transformer_base.replace(dropout=0.0),
+    "transformer_base_drop02": transformer_base.replace(dropout=0.2),
+    "transformer_base_ls0": transformer_base.replace(label_smoothing=0.0),
+    "transformer_base_ls02": transformer_base.replace(label_smoothing=0.2),
+    # (E) learned positional embedding instead of sinusoids.
+    "transformer_base_learned_pos": transformer_base.replace(position_encoding="learned"),
+}
+
+for _name, _hparams in {**PAPER_SETS, **TABLE3_SETS}.items():
+    HPARAMS_SETS.add(_name, _hparams)

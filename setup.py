@@ -1,0 +1,54 @@
+"""Installs t2t_lite.
+
+The top-level folders problems/, hparams/ and bin/ are packaged as t2t_lite.problems,
+t2t_lite.hparams and t2t_lite.bin, so the repository reads by role while imports stay under one
+namespace. Editable installs (`pip install -e .`) honour the same mapping.
+"""
+
+from setuptools import find_packages, setup
+
+PACKAGES = [p for p in find_packages(include=["t2t_lite", "t2t_lite.*"])]
+PACKAGES += ["t2t_lite.problems", "t2t_lite.hparams", "t2t_lite.bin"]
+
+CONSOLE_SCRIPTS = [
+    f"t2t-{name.replace('_', '-')}=t2t_lite.bin.t2t_{name}:run"
+    for name in (
+        "info",
+        "datagen",
+        "train",
+        "decode",
+        "bleu",
+        "evalb",
+        "export",
+        "query",
+        "avg_checkpoints",
+        "visualize",
+    )
+]
+
+setup(
+    name="t2t_lite",
+    version="0.1.0",
+    description="The Transformer of 'Attention Is All You Need' on TensorFlow 2 and Keras 3.",
+    python_requires=">=3.10",
+    packages=PACKAGES,
+    package_dir={
+        "t2t_lite.problems": "problems",
+        "t2t_lite.hparams": "hparams",
+        "t2t_lite.bin": "bin",
+    },
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "keras>=3.10,<4",
+        "tensorflow-datasets>=4.9,<5",
+        # tensorflow-datasets 4.9 imports it on Python 3.11 without declaring it.
+        "importlib_resources>=5",
+        "sacrebleu>=2.4,<3",
+        "absl-py>=2",
+        "sentencepiece>=0.2,<0.3",
+        "numpy>=1.26",
+    ],
+    extras_require={"test": ["pytest>=8", "ruff>=0.5"]},
+    entry_points={"console_scripts": CONSOLE_SCRIPTS},
+)

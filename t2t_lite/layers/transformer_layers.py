@@ -1,0 +1,309 @@
+"""Encoder and decoder layers and stacks (section 3.1), post-norm as the paper or pre-norm."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.hparams import HParams
+from t2t_lite.layers.attention import MultiHeadAttention
+from t2t_lite.layers.feed_forward import FeedForward
+
+
+def _residual(x, sublayer: Callable, norm, dropout, norm_position: str, training):
+    """post: LayerNorm(x + Dropout(Sublayer(x))), the paper's; pre: x + Dropout(Sublayer(LN(x)))."""
+    if norm_position == "post":
+        return norm(x + dropout(sublayer(x), training=training))
+    return x + dropout(sublayer(norm(x)), training=training)
+
+
+class _TransformerLayer(keras.layers.Layer):
+    """Shared construction of the sub-layers common to encoder and decoder layers."""
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        key_dim: int,
+        value_dim: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        relu_dropout: float = 0.0,
+        norm_position: str = "post",
+        layer_norm_epsilon: float = 1e-6,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_ff = d_ff
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.dropout_rate = dropout
+        self.attention_dropout = attention_dropout
+        self.relu_dropout = relu_dropout
+        self.norm_position = norm_position
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+    def _attention(self, name):
+        layer = MultiHeadAttention(
+            self.d_model,
+            self.num_heads,
+            self.key_dim,
+            self.value_dim,
+            self.attention_dropout,
+            name=name,
+            dtype=self.dtype_policy,
+        )
+        layer.build((None, None, self.d_model))
+        return layer
+
+    def _norm(self, name):
+        layer = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name=name, dtype=self.dtype_policy
+        )
+        layer.build((None, None, self.d_model))
+        return layer
+
+    def _build_common(self):
+        self.feed_forward = FeedForward(
+            self.d_model, self.d_ff, self.relu_dropout, name="feed_forward", dtype=self.dtype_policy
+        )
+        self.feed_forward.build((None, None, self.d_model))
+        self.feed_forward_norm = self._norm("feed_forward_norm")
+        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
+
+    def _ffn(self, x, training):
+        return _residual(
+            x,
+            lambda y: self.feed_forward(y, training=training),
+            self.feed_forward_norm,
+            self.dropout,
+            self.norm_position,
+            training,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            key_dim=self.key_dim,
+            value_dim=self.value_dim,
+            dropout=self.dropout_rate,
+            attention_dropout=self.attention_dropout,
+            relu_dropout=self.relu_dropout,
+            norm_position=self.norm_position,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config
+
+
+class EncoderLayer(_TransformerLayer):
+    """Self-attention then feed-forward; [batch, length, d_model] in and out."""
+
+    def build(self, input_shape=None):
+        self.self_attention = self._attention("self_attention")
+        self.self_attention_norm = self._norm("self_attention_norm")
+        self._build_common()
+        self.built = True
+
+    def call(self, x, attention_mask=None, training=None):
+        """attention_mask: [batch, length, length] bool attention mask."""
+        x = _residual(
+            x,
+            lambda y: self.self_attention(y, attention_mask=attention_mask, training=training),
+            self.self_attention_norm,
+            self.dropout,
+            self.norm_position,
+            training,
+        )
+        return self._ffn(x, training)
+
+
+class DecoderLayer(_TransformerLayer):
+    """Masked self-attention, encoder-decoder attention, feed-forward."""
+
+    def build(self, input_shape=None):
+        self.self_attention = self._attention("self_attention")
+        self.self_attention_norm = self._norm("self_attention_norm")
+        self.cross_attention = self._attention("cross_attention")
+        self.cross_attention_norm = self._norm("cross_attention_norm")
+        self._build_common()
+        self.built = True
+
+    def call(
+        self,
+        x,
+        memory=None,
+        self_mask=None,
+        cross_mask=None,
+        cache=None,
+        decode_index=None,
+        training=None,
+    ):
+        """x: [batch, target, d_model]; memory: [batch, source, d_model] encoder output.
+
+        With `cache` (from `Decoder.init_cache`) and `decode_index`, x is one position and the
+        layer returns (output, new_cache).
+        """
+        new_cache = None
+
+        def self_attend(y):
+            nonlocal new_cache
+            if cache is None:
+                return self.self_attention(y, attention_mask=self_mask, training=training)
+            out, new_cache = self.self_attention(
+                y,
+                attention_mask=self_mask,
+                cache=cache["self"],
+                decode_index=decode_index,
+                training=training,
+            )
+            return out
+
+        def cross_attend(y):
+            if cache is None:
+                return self.cross_attention(y, memory, attention_mask=cross_mask, training=training)
+            return self.cross_attention(
+                y, attention_mask=cross_mask, cache=cache["cross"], training=training
+            )
+
+        x = _residual(
+            x, self_attend, self.self_attention_norm, self.dropout, self.norm_position, training
+        )
+        x = _residual(
+            x, cross_attend, self.cross_attention_norm, self.dropout, self.norm_position, training
+        )
+        x = self._ffn(x, training)
+        if cache is None:
+            return x
+        return x, {"self": new_cache, "cross": cache["cross"]}
+
+
+def _layer_kwargs(hparams: HParams) -> dict:
+    return dict(
+        d_model=hparams.d_model,
+        num_heads=hparams.num_heads,
+        d_ff=hparams.d_ff,
+        key_dim=hparams.key_dim,
+        value_dim=hparams.value_dim,
+        dropout=hparams.dropout,
+        attention_dropout=hparams.attention_dropout,
+        relu_dropout=hparams.relu_dropout,
+        norm_position=hparams.norm_position,
+        layer_norm_epsilon=hparams.layer_norm_epsilon,
+    )
+
+
+class _Stack(keras.layers.Layer):
+    """N layers; with pre-norm a final LayerNorm, since no sub-layer normalizes the output."""
+
+    layer_class: type = EncoderLayer
+
+    def __init__(self, num_layers: int, layer_kwargs: dict, **kwargs):
+        super().__init__(**kwargs)
+        self.num_layers = num_layers
+        self.layer_kwargs = dict(layer_kwargs)
+
+    def build(self, input_shape=None):
+        self.blocks = []
+        for i in range(self.num_layers):
+            layer = self.layer_class(
+                **self.layer_kwargs, name=f"layer_{i}", dtype=self.dtype_policy
+            )
+            layer.build((None, None, self.layer_kwargs["d_model"]))
+            self.blocks.append(layer)
+        self.final_norm = None
+        if self.layer_kwargs["norm_position"] == "pre":
+            self.final_norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_kwargs["layer_norm_epsilon"],
+                name="final_norm",
+                dtype=self.dtype_policy,
+            )
+            self.final_norm.build((None, None, self.layer_kwargs["d_model"]))
+        self.built = True
+
+    def _finish(self, x):
+        return x if self.final_norm is None else self.final_norm(x)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_layers=self.num_layers, layer_kwargs=self.layer_kwargs)
+        return config
+
+    @classmethod
+    def from_hparams(cls, hparams: HParams, num_layers: int, **kwargs):
+        return cls(num_layers, _layer_kwargs(hparams), **kwargs)
+
+
+class Encoder(_Stack):
+    """[batch, source, d_model] embeddings --> [batch, source, d_model] memory."""
+
+    layer_class = EncoderLayer
+
+    def call(self, x, attention_mask=None, training=None):
+        for layer in self.blocks:
+            x = layer(x, attention_mask=attention_mask, training=training)
+        return self._finish(x)
+
+
+class Decoder(_Stack):
+    """[batch, target, d_model] embeddings and memory --> [batch, target, d_model]."""
+
+    layer_class = DecoderLayer
+
+    def call(
+        self,
+        x,
+        memory=None,
+        self_mask=None,
+        cross_mask=None,
+        cache=None,
+        decode_index=None,
+        training=None,
+    ):
+        new_cache = []
+        for i, layer in enumerate(self.blocks):
+            if cache is None:
+                x = layer(x, memory, self_mask, cross_mask, training=training)
+            else:
+                x, layer_cache = layer(
+                    x,
+                    None,
+                    self_mask,
+                    cross_mask,
+                    cache=cache[i],
+                    decode_index=decode_index,
+                    training=training,
+                )
+                new_cache.append(layer_cache)
+        x = self._finish(x)
+        return x if cache is None else (x, new_cache)
+
+    def init_cache(self, memory: tf.Tensor, max_length: int) -> list[dict]:
+        """Per layer: empty self-attention keys/values [batch, max_length, heads, d] and the
+        encoder-decoder keys/values projected once from memory [batch, source, d_model]."""
+        batch = tf.shape(memory)[0]
+        kw = self.layer_kwargs
+        cache = []
+        for layer in self.blocks:
+            cache.append(
+                {
+                    "self": {
+                        "key": tf.zeros(
+                            [batch, max_length, kw["num_heads"], kw["key_dim"]], self.compute_dtype
+                        ),
+                        "value": tf.zeros(
+                            [batch, max_length, kw["num_heads"], kw["value_dim"]],
+                            self.compute_dtype,
+                        ),
+                    },
+                    "cross": layer.cross_attention.project_memory(memory),
+                }
+            )
+        return cache

@@ -1,0 +1,125 @@
+"""The Transformer (section 3) as a Keras 3 model, with a cached one-step decoder for search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.hparams import HParams
+from t2t_lite.layers import (
+    Decoder,
+    Encoder,
+    PositionalEncoding,
+    SharedEmbedding,
+    attention_mask,
+    padding_mask,
+)
+
+
+class Transformer(keras.Model):
+    """Encoder-decoder Transformer.
+
+    Inputs are int ids with 0 as padding. `call({"inputs": [b, s], "targets": [b, t]})` returns
+    teacher-forced logits [b, t, vocab_size] (float32). The decoder reads the targets shifted
+    right by one, starting from id 0.
+
+    For search: `cache = init_cache(*encode(inputs), max_length)` then repeatedly
+    `logits, cache = decode_step(ids, index, cache)` with the previous token's ids [b].
+    """
+
+    def __init__(self, hparams: HParams | dict, vocab_size: int, **kwargs):
+        if isinstance(hparams, dict):
+            hparams = HParams.from_dict(hparams)
+        kwargs.setdefault("dtype", hparams.precision)
+        super().__init__(**kwargs)
+        self.hparams = hparams
+        self.vocab_size = vocab_size
+        hp, policy = hparams, self.dtype_policy
+        self.embedding = SharedEmbedding(
+            vocab_size, hp.d_model, name="shared_embedding", dtype=policy
+        )
+        if not hp.shared_embeddings:
+            self.target_embedding = SharedEmbedding(
+                vocab_size, hp.d_model, name="target_embedding", dtype=policy
+            )
+        self.positions = PositionalEncoding(
+            hp.position_encoding, hp.d_model, hp.max_positions, name="positions", dtype=policy
+        )
+        self.embedding_dropout = keras.layers.Dropout(hp.dropout, dtype=policy)
+        self.encoder = Encoder.from_hparams(hp, hp.num_encoder_layers, name="encoder", dtype=policy)
+        self.decoder = Decoder.from_hparams(hp, hp.num_decoder_layers, name="decoder", dtype=policy)
+
+    def build(self, input_shape=None):
+        shape = (None, None, self.hparams.d_model)
+        for layer in (self.embedding, self.positions, self.encoder, self.decoder):
+            layer.build(shape)
+        if not self.hparams.shared_embeddings:
+            self.target_embedding.build(shape)
+        self.built = True
+
+    @property
+    def _target_embedding(self) -> SharedEmbedding:
+        return self.embedding if self.hparams.shared_embeddings else self.target_embedding
+
+    def _embed(self, embedding, ids, start_index=0, training=None):
+        x = self.positions(embedding(ids), start_index=start_index)
+        return self.embedding_dropout(x, training=training)
+
+    def encode(self, inputs: tf.Tensor, training=None) -> tuple[tf.Tensor, tf.Tensor]:
+        """[batch, source] ids --> memory [batch, source, d_model] and its padding mask."""
+        mask = padding_mask(inputs)
+        x = self._embed(self.embedding, inputs, training=training)
+        memory = self.encoder(
+            x, attention_mask=attention_mask(tf.shape(inputs)[1], mask), training=training
+        )
+        return memory, mask
+
+    def decode(
+        self, targets: tf.Tensor, memory: tf.Tensor, memory_mask: tf.Tensor, training=None
+    ) -> tf.Tensor:
+        """Teacher forcing: [batch, target] ids --> logits [batch, target, vocab] (float32)."""
+        decoder_inputs = tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # shift right, start id 0
+        length = tf.shape(targets)[1]
+        # The causal mask alone suffices: padding comes after a target's last real token.
+        self_mask = attention_mask(length, tf.ones_like(targets, tf.bool), causal=True)
+        cross_mask = attention_mask(length, memory_mask)
+        x = self._embed(self._target_embedding, decoder_inputs, training=training)
+        x = self.decoder(x, memory, self_mask, cross_mask, training=training)
+        return tf.cast(self._target_embedding.logits(x), tf.float32)
+
+    def call(self, features: dict[str, tf.Tensor], training=None) -> tf.Tensor:
+        memory, memory_mask = self.encode(features["inputs"], training=training)
+        return self.decode(features["targets"], memory, memory_mask, training=training)
+
+    def init_cache(
+        self, memory: tf.Tensor, memory_mask: tf.Tensor, max_length: int | tf.Tensor
+    ) -> dict[str, Any]:
+        """The decoding state for up to `max_length` target positions."""
+        return {"layers": self.decoder.init_cache(memory, max_length), "memory_mask": memory_mask}
+
+    def decode_step(
+        self, ids: tf.Tensor, index: tf.Tensor, cache: dict[str, Any]
+    ) -> tuple[tf.Tensor, dict[str, Any]]:
+        """One decoder position: previous ids [batch] at position `index` --> logits [batch,
+        vocab] (float32) for position `index`, and the updated cache."""
+        x = self._embed(self._target_embedding, ids[:, None], start_index=index)
+        self_keys = cache["layers"][0]["self"]["key"]  # [batch, max_length, heads, d_k]
+        key_valid = tf.ones(tf.shape(self_keys)[:2], tf.bool)
+        self_mask = attention_mask(1, key_valid, causal=True, query_offset=index)
+        cross_mask = attention_mask(1, cache["memory_mask"])
+        x, layers = self.decoder(
+            x, None, self_mask, cross_mask, cache=cache["layers"], decode_index=index
+        )
+        logits = tf.cast(self._target_embedding.logits(x)[:, 0], tf.float32)
+        return logits, {"layers": layers, "memory_mask": cache["memory_mask"]}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hparams=self.hparams.to_dict(), vocab_size=self.vocab_size)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
