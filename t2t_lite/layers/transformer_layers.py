@@ -211,13 +211,14 @@ class _Stack(keras.layers.Layer):
         self.layer_kwargs = dict(layer_kwargs)
 
     def build(self, input_shape=None):
-        self.blocks = []
+        # Each layer is an attribute of its own (layer_0, layer_1, ...): tf.train.Checkpoint does
+        # not follow the lists Keras 3 tracks, so weights kept only in a list would not be saved.
         for i in range(self.num_layers):
             layer = self.layer_class(
                 **self.layer_kwargs, name=f"layer_{i}", dtype=self.dtype_policy
             )
             layer.build((None, None, self.layer_kwargs["d_model"]))
-            self.blocks.append(layer)
+            setattr(self, f"layer_{i}", layer)
         self.final_norm = None
         if self.layer_kwargs["norm_position"] == "pre":
             self.final_norm = keras.layers.LayerNormalization(
@@ -227,6 +228,10 @@ class _Stack(keras.layers.Layer):
             )
             self.final_norm.build((None, None, self.layer_kwargs["d_model"]))
         self.built = True
+
+    @property
+    def blocks(self) -> list:
+        return [getattr(self, f"layer_{i}") for i in range(self.num_layers)]
 
     def _finish(self, x):
         return x if self.final_norm is None else self.final_norm(x)
