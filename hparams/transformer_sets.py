@@ -7,7 +7,6 @@ from the paper's base model.
 from __future__ import annotations
 
 from t2t_lite.hparams.hparams_base import HParams
-
 from t2t_lite.registry import Registry
 
 HPARAMS_SETS: Registry[HParams] = Registry("hparams set")

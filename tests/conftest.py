@@ -1,0 +1,24 @@
+"""Shared test set-up: quiet TensorFlow logs, deterministic seeds, and the NumPy references."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    keras.utils.set_random_seed(1234)
+    yield
+
+
+def assert_close(actual, expected, rtol=1e-5):
+    """Relative error, measured against the largest reference magnitude, under rtol."""
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    scale = max(np.abs(expected).max(), 1e-12)
+    error = np.abs(actual - expected).max() / scale
+    assert error < rtol, f"relative error {error:.3g} >= {rtol}"
