@@ -17,7 +17,7 @@ from t2t_lite.metrics import evalb
 from t2t_lite.trees import TreeParseError
 
 _GOLD = flags.DEFINE_string("gold", None, "File of gold trees.", required=True)
-_TEST = flags.DEFINE_string("test", None, "File of test (decoded) trees, same order.", required=True)
+_TEST = flags.DEFINE_string("test", None, "Test (decoded) trees, same order.", required=True)
 _CUTOFF = flags.DEFINE_integer("cutoff_length", 40, "Length limit of the second summary.")
 _MAX_ERRORS = flags.DEFINE_integer(
     "max_errors", 10, "Stop after this many error sentences (EVALB's MAX_ERROR); -1: never."

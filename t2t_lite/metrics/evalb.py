@@ -342,4 +342,3 @@ def format_report(result: EvalbResult, rows: bool = True) -> str:
     """The whole EVALB-style report: rows (optional) then the summary."""
     body = [format_rows(result.rows)] if rows else []
     return "\n".join(body + [format_summary(result)]) + "\n"
-
