@@ -136,22 +136,24 @@ def delinearize(
             stack.append(node)
         elif token.startswith(")"):
             if len(stack) > 1:
-                stack.pop()
+                _close(stack)
         elif next_word < len(words):
             stack[-1].children.append(Tree(token, [words[next_word]]))
             next_word += 1
-    top.children = [c for c in (_drop_empty(child) for child in top.children) if c is not None]
+    while len(stack) > 1:
+        _close(stack)
     if len(top.children) == 1 and not top.children[0].is_preterminal:
         top = top.children[0]
     top.children.extend(Tree(guess_tag(w, default_tag), [w]) for w in words[next_word:])
     return top
 
 
-def _drop_empty(node: Tree) -> Tree | None:
-    if node.is_preterminal:
-        return node
-    node.children = [c for c in (_drop_empty(child) for child in node.children) if c is not None]
-    return node if node.children else None
+def _close(stack: list[Tree]) -> None:
+    # A phrase closed without any word is removed from its parent, where it is the last child;
+    # closing children before parents makes emptiness propagate upwards without recursion.
+    node = stack.pop()
+    if not node.children:
+        stack[-1].children.pop()
 
 
 def tree_pairs(trees: Iterable[Tree]) -> Iterator[tuple[str, str]]:

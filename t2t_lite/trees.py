@@ -69,10 +69,21 @@ class Tree:
 
 def tree_to_string(tree: Tree) -> str:
     """One-line bracketed form, e.g. `(S (NP (DT the) (NN dog)) (VP (VBZ barks)))`."""
-    if tree.is_preterminal:
-        return f"({tree.label} {tree.children[0]})"
-    inner = " ".join(tree_to_string(child) for child in tree.children)
-    return f"({tree.label} {inner})" if inner else f"({tree.label})"
+    # Iterative, so that the deep trees a broken model output can make never hit the recursion
+    # limit. ")" marks a phrase's end; words never contain brackets, so " )" -> ")" is safe.
+    parts: list[str] = []
+    stack: list[Tree | str] = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif item.is_preterminal:
+            parts.append(f"({item.label} {item.children[0]})")
+        else:
+            parts.append(f"({item.label}")
+            stack.append(")")
+            stack.extend(reversed(item.children))
+    return " ".join(parts).replace(" )", ")")
 
 
 def parse_trees(lines: Iterable[str], source: str = "<string>") -> Iterator[Tree]:
