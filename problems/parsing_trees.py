@@ -44,8 +44,11 @@ __all__ = [
     "TreeParseError",
     "WSJ_SECTIONS",
     "delinearize",
+    "file_pairs",
     "glob_files",
+    "glob_pairs",
     "gum_files",
+    "gum_pairs",
     "gum_split",
     "guess_tag",
     "linearize",
@@ -57,6 +60,7 @@ __all__ = [
     "tree_to_string",
     "write_trees",
     "wsj_files",
+    "wsj_pairs",
 ]
 
 SPLITS = ("train", "dev", "test")
@@ -162,6 +166,26 @@ def tree_pairs(trees: Iterable[Tree]) -> Iterator[tuple[str, str]]:
         normalized = normalize_tree(tree)
         if normalized is not None:
             yield " ".join(normalized.leaves()), linearize(normalized)
+
+
+def file_pairs(paths: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(words_string, linearized_target_string) for every tree of the files, in order."""
+    return tree_pairs(tree for path in paths for tree in read_trees(path))
+
+
+def wsj_pairs(ptb_dir: str, split: str) -> Iterator[tuple[str, str]]:
+    """The pairs of a WSJ split: 02-21 train, 22 dev, 23 test (see `wsj_files`)."""
+    return file_pairs(wsj_files(ptb_dir, split))
+
+
+def glob_pairs(pattern: str, flag: str = "--train_trees") -> Iterator[tuple[str, str]]:
+    """The pairs of the files matching a glob (`--train_trees/--dev_trees/--test_trees`)."""
+    return file_pairs(glob_files(pattern, flag))
+
+
+def gum_pairs(gum_dir: str, split: str, **split_options: int) -> Iterator[tuple[str, str]]:
+    """The pairs of a GUM split (see `gum_split`; `dev_percent`, `test_percent` may be given)."""
+    return file_pairs(gum_files(gum_dir, split, **split_options))
 
 
 def normalized_trees(paths: Iterable[str]) -> Iterator[Tree]:

@@ -7,15 +7,17 @@ import pytest
 from t2t_lite.problems.parsing_trees import (
     delinearize,
     glob_files,
+    glob_pairs,
     gum_files,
+    gum_pairs,
     gum_split,
     linearize,
     normalize_tree,
     normalized_trees,
     parse_tree,
-    read_trees,
     tree_pairs,
     wsj_files,
+    wsj_pairs,
 )
 
 # The development data sits next to the repository (../shared/data); tests skip without it.
@@ -140,7 +142,7 @@ def test_wsj_files_by_section(tmp_path):
     assert os.path.basename(train[0]) == "wsj_0200.mrg"
     assert os.path.basename(train[-1]) == "wsj_2101.mrg"
     assert [os.path.basename(p) for p in wsj_files(root, "dev")] == ["wsj_2200.mrg", "wsj_2201.mrg"]
-    pairs = list(tree_pairs(t for p in wsj_files(root, "test") for t in read_trees(p)))
+    pairs = list(wsj_pairs(root, "test"))
     target = "(S (NP NN )NP (VP VBZ )VP )S"  # the trace and the NP it left empty are gone
     assert pairs == [("s23f0 is", target), ("s23f1 is", target)]
 
@@ -186,6 +188,7 @@ def test_glob_files(tmp_path):
     assert [os.path.basename(p) for p in both] == ["c.txt", "a.mrg"]
     with pytest.raises(FileNotFoundError, match=r"--test_trees=.*\*\.ptb: no file matches"):
         glob_files(str(tmp_path / "*.ptb"), flag="--test_trees")
+    assert list(glob_pairs(str(tmp_path / "*.mrg"))) == [("x", "(S NN )S")] * 2
 
 
 def test_gum_split_is_by_document_name_only():
@@ -205,3 +208,8 @@ def test_gum_files_split_of_the_shared_corpus():
     files = {split: gum_files(GUM_DIR, split) for split in ("train", "dev", "test")}
     assert {k: len(v) for k, v in files.items()} == {"train": 254, "dev": 11, "test": 16}
     assert not set(files["train"]) & (set(files["dev"]) | set(files["test"]))
+    pairs = list(gum_pairs(GUM_DIR, "test"))
+    assert len(pairs) == 981
+    assert all(
+        len(words.split()) == len(target.split()) - 2 * target.count("(") for words, target in pairs
+    )
