@@ -41,7 +41,7 @@ class Tree:
     """
 
     label: str
-    children: list = field(default_factory=list)
+    children: list[Tree | str] = field(default_factory=list)
 
     @property
     def is_preterminal(self) -> bool:
