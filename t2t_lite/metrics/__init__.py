@@ -1,0 +1,1 @@
+"""Evaluation metrics: BLEU as sacreBLEU and as the paper reports it, and EVALB bracket F1."""
