@@ -3,7 +3,11 @@
 Every module that registers problems is imported here by name, so a broken one fails loudly.
 """
 
-from t2t_lite.problems import algorithmic  # noqa: F401  (registers algorithmic_*)
+from t2t_lite.problems import (  # noqa: F401  (each registers its problems)
+    algorithmic,
+    lohelp,
+    translate,
+)
 from t2t_lite.problems.base import (
     METRICS,
     PROBLEMS,

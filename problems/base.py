@@ -83,6 +83,10 @@ class Problem:
             yield source
             yield target
 
+    def vocab_settings(self, options: dict[str, Any]) -> tuple[str, int]:
+        """(vocabulary type, size); the class attributes unless options choose them."""
+        return self.vocab_type, self.vocab_size
+
     def vocab_words(self, options: dict[str, Any]) -> list[str] | None:
         """For vocab_type "words": a fixed word list, or None to count words of `vocab_texts`."""
         return None
@@ -131,9 +135,11 @@ class Problem:
         tokenizer = self._vocabulary(data_dir, options)
         metadata = {
             **state,
-            "vocab": _vocab_entry(tokenizer, self.vocab_type),
+            "vocab": _vocab_entry(tokenizer, self.vocab_settings(options)[0]),
             "metric": self.metric,
             "decode_defaults": dataclasses.asdict(self.decode_defaults),
+            # What the problem's own extraction reported (e.g. pairs aligned and filtered).
+            "raw_counts": dict(getattr(self, "raw_counts", {})),
             "splits": {},
         }
         for split in self.splits(options):
@@ -193,23 +199,15 @@ class Problem:
                 )
 
     def _vocabulary(self, data_dir: str, options: dict[str, Any]) -> Tokenizer:
-        if self.vocab_type not in VOCAB_TYPES:
-            raise ValueError(
-                f"problem {self.name}: vocab_type {self.vocab_type!r} not in {VOCAB_TYPES}"
-            )
-        if os.path.isfile(vocab_path(data_dir, self.vocab_type)):
+        vocab_type, vocab_size = self.vocab_settings(options)
+        if vocab_type not in VOCAB_TYPES:
+            raise ValueError(f"problem {self.name}: vocab_type {vocab_type!r} not in {VOCAB_TYPES}")
+        if os.path.isfile(vocab_path(data_dir, vocab_type)):
             logging.info("%s: vocabulary exists, reusing it", self.name)
         else:
-            logging.info(
-                "%s: training a %s vocabulary of %d", self.name, self.vocab_type, self.vocab_size
-            )
-            build_vocab(
-                data_dir,
-                self.vocab_type,
-                self.vocab_texts(options),
-                self.vocab_size,
-                words=self.vocab_words(options),
-            )
+            logging.info("%s: training a %s vocabulary of %d", self.name, vocab_type, vocab_size)
+            words = self.vocab_words(options)
+            build_vocab(data_dir, vocab_type, self.vocab_texts(options), vocab_size, words=words)
         return self.tokenizer(data_dir)
 
 

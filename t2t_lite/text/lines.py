@@ -128,10 +128,12 @@ def read_parallel(
     stats: LineStats | None = None,
     source_what: str = "source",
     target_what: str = "target",
+    skip_empty: bool = True,
 ) -> Iterator[tuple[int, str, str]]:
     """Yields (line number, source text, target text) where both lines are non-empty.
 
-    A pair with an empty or whitespace-only side is skipped and counted in `stats`. Call
+    A pair with an empty or whitespace-only side is counted in `stats` and skipped (or yielded
+    when `skip_empty` is False, for a writer that counts them itself). Call
     `check_parallel` first when nothing may be written before a mismatch is found; this reader
     raises as soon as one file ends before the other.
     """
@@ -151,3 +153,5 @@ def read_parallel(
             yield number, src, tgt
         else:
             stats.skipped_empty += 1
+            if not skip_empty:
+                yield number, src, tgt
