@@ -18,9 +18,10 @@ TINY = (
 )
 
 
-def tiny_model(vocab_size: int, seed: int = 0) -> Transformer:
+def tiny_model(vocab_size: int, seed: int = 0, overrides: str = "") -> Transformer:
+    """A random 1+1-layer Transformer with d_model 16; `overrides` like ",max_positions=8"."""
     keras.utils.set_random_seed(seed)
-    model = Transformer(get_hparams("transformer_tiny", TINY), vocab_size)
+    model = Transformer(get_hparams("transformer_tiny", TINY + overrides), vocab_size)
     model.build()
     return model
 
