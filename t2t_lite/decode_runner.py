@@ -51,13 +51,12 @@ class SearchOptions:
     @classmethod
     def resolve(cls, defaults: Any, **given: Any) -> SearchOptions:
         """The given values, with None taken from `defaults` (a problem's `decode_defaults`)."""
-        values = {
-            f.name: given.get(f.name)
-            if given.get(f.name) is not None
-            else getattr(defaults, f.name)
-            for f in dataclasses.fields(cls)
-            if given.get(f.name) is not None or hasattr(defaults, f.name)
-        }
+        values = {}
+        for field in dataclasses.fields(cls):
+            value = given.get(field.name)
+            values[field.name] = (
+                getattr(defaults, field.name, field.default) if value is None else value
+            )
         return cls(**values)
 
 
