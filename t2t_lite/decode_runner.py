@@ -255,6 +255,9 @@ def _stdin_lines() -> Iterator[tuple[int, str]]:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise ValueError(f"{STDIN}:{number}: invalid UTF-8 at byte {e.start + 1}") from None
+        text = text.removesuffix("\n").removesuffix("\r")
+        if "\r" in text:  # the same rule as files (t2t_lite.text.lines)
+            raise ValueError(f"{STDIN}:{number}: carriage return inside a line (CR-only endings?)")
         yield number, (text.removeprefix("\ufeff") if number == 1 else text).strip()
 
 
