@@ -207,8 +207,19 @@ class Problem:
         else:
             logging.info("%s: training a %s vocabulary of %d", self.name, vocab_type, vocab_size)
             words = self.vocab_words(options)
-            build_vocab(data_dir, vocab_type, self.vocab_texts(options), vocab_size, words=words)
+            texts = _logged(self.vocab_texts(options), "vocabulary: %d texts read")
+            build_vocab(data_dir, vocab_type, texts, vocab_size, words=words)
         return self.tokenizer(data_dir)
+
+
+def _logged(texts: Iterator[str], message: str, every: int = 500_000) -> Iterator[str]:
+    """Passes texts through, logging a count now and then (vocabulary training is silent)."""
+    count = 0
+    for count, text in enumerate(texts, start=1):
+        if count % every == 0:
+            logging.info(message, count)
+        yield text
+    logging.info(message, count)
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
