@@ -137,6 +137,7 @@ class Problem:
             **state,
             "vocab": _vocab_entry(tokenizer, self.vocab_settings(options)[0]),
             "metric": self.metric,
+            "max_lengths": {"inputs": self.max_input_length, "targets": self.max_target_length},
             "decode_defaults": dataclasses.asdict(self.decode_defaults),
             # What the problem's own extraction reported (e.g. pairs aligned and filtered).
             "raw_counts": dict(getattr(self, "raw_counts", {})),
