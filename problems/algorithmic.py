@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
+
 from t2t_lite.problems.base import DecodeDefaults, Problem, register_problem
 
 _SPLIT_SEEDS = {"train": 1, "dev": 2, "test": 3}
@@ -35,9 +36,8 @@ class AlgorithmicProblem(Problem):
         "test_size": 500,
     }
 
-    @property
-    def vocab_size(self) -> int:  # type: ignore[override]
-        return self.default_options["num_symbols"] + 3
+    def vocab_settings(self, options: dict[str, Any]) -> tuple[str, int]:
+        return "words", options["num_symbols"] + 3
 
     def transform(self, symbols: np.ndarray) -> np.ndarray:
         raise NotImplementedError
