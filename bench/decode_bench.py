@@ -20,9 +20,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
-from t2t_lite.hparams import get_hparams
 
 from t2t_lite import decoding
+from t2t_lite.hparams import get_hparams
 from t2t_lite.layers.masks import EOS_ID
 from t2t_lite.model import Transformer
 

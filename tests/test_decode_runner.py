@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from decoding_helpers import tiny_model
-from t2t_lite.problems import DecodeDefaults
 
 from t2t_lite import decoding
 from t2t_lite.decode_runner import (
@@ -21,6 +20,7 @@ from t2t_lite.decode_runner import (
     run_decode,
     token_batches,
 )
+from t2t_lite.problems import DecodeDefaults
 from t2t_lite.run_info import CHECKPOINT_DIR, RunInfo
 from t2t_lite.text import load_tokenizer
 
