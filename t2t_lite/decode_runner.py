@@ -69,8 +69,8 @@ class Hypothesis(NamedTuple):
 class _Progress:
     """Logs sentences/s and tokens/s about every `every` seconds, and a summary at the end."""
 
-    def __init__(self, total: int, what: str, every: float = 10.0):
-        self.total, self.what, self.every = total, what, every
+    def __init__(self, total: int, what: str, every: float = 10.0, enabled: bool = True):
+        self.total, self.what, self.every, self.enabled = total, what, every, enabled
         self.start = self.last = time.monotonic()
         self.sentences = self.tokens = 0
 
@@ -86,6 +86,8 @@ class _Progress:
         self._log("%s %d/%d sentences done")
 
     def _log(self, message: str) -> None:
+        if not self.enabled:
+            return
         elapsed = max(time.monotonic() - self.start, 1e-9)
         logging.info(
             message + ", %.1f sentences/s, %.1f tokens/s",
@@ -167,11 +169,13 @@ class Translator:
                 encoded[i] = row + [EOS_ID]
         return encoded
 
-    def translate(self, lines: Sequence[str], names: Sequence[str]) -> list[list[Hypothesis]]:
+    def translate(
+        self, lines: Sequence[str], names: Sequence[str], log_progress: bool = True
+    ) -> list[list[Hypothesis]]:
         sources = self.encode(lines, names)
         results: list[list[Hypothesis]] = [[] for _ in lines]
         todo = [i for i, s in enumerate(sources) if s is not None]
-        progress = _Progress(len(todo), "decoded")
+        progress = _Progress(len(todo), "decoded", enabled=log_progress)
         for batch in token_batches([len(sources[i]) for i in todo], self.batch_tokens):
             rows = [todo[j] for j in batch]
             found = self._search(_pad([sources[i] for i in rows]))
@@ -325,7 +329,7 @@ def interactive(translator: Translator) -> None:
             print()
             return
         number += 1
-        results = translator.translate([line], [f"{STDIN}:{number}"])
+        results = translator.translate([line], [f"{STDIN}:{number}"], log_progress=False)
         for out in format_translations(results, translator.options.nbest):
             print(out, flush=True)
 

@@ -131,6 +131,7 @@ def beam_search(
         log_probs = _log_probs(logits, pad_id)  # --> [batch * k, vocab]
         vocab = tf.shape(log_probs)[-1]
         log_probs = tf.reshape(log_probs, [batch, k, vocab])  # --> [batch, k, vocab]
+        # Candidate j * vocab + t extends beam j with token t: [batch, k, vocab] --> [batch, k*V].
         flat_lp = tf.reshape(alive_lp[:, :, None] + log_probs, [batch, k * vocab])
         cand_lp, cand = tf.math.top_k(flat_lp, 2 * k)  # [batch, k * vocab] --> [batch, 2k]
         origin, token = cand // vocab, cand % vocab  # --> [batch, 2k] each
@@ -152,8 +153,9 @@ def beam_search(
         # Live: the best k candidates that did not end; none once a sentence is at max length.
         alive_lp, alive = tf.math.top_k(tf.where(is_eos | at_max, NEG_INF, cand_lp), k)
         seq = tf.gather(cand_seq, alive, batch_dims=1)  # --> [batch, k, total + 1]
+        # The cache rows of each new beam's parent: [batch, k] --> [batch * k].
         rows = tf.reshape(tf.gather(origin, alive, batch_dims=1) + batch_offsets, [-1])
-        cache = tf.nest.map_structure(lambda t: tf.gather(t, rows), cache)  # rows: [batch * k]
+        cache = tf.nest.map_structure(lambda t: tf.gather(t, rows), cache)
         return i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache
 
     def cond(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache):
