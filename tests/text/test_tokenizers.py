@@ -12,6 +12,7 @@ from t2t_lite.text import (
     load_tokenizer,
     trim_ids,
 )
+from t2t_lite.text.vocab_builders import learn_wordpiece, word_counts
 
 CORPUS = [
     "The cat sat on the mat.",
@@ -97,3 +98,12 @@ def test_tokenizer_survives_a_saved_model(tmp_path, vocab_type):
     np.testing.assert_array_equal(loaded.round_trip(text).numpy(), expected)
     if vocab_type != "words":
         np.testing.assert_array_equal(expected, text.numpy())
+
+
+def test_wordpiece_size_never_exceeds_the_target():
+    counts = word_counts(CORPUS)
+    sizes = {n: len(learn_wordpiece(counts, n)) for n in (80, 120, 400)}
+    # 107 pieces is everything this corpus offers at a count threshold of 1.
+    assert sizes == {80: 80, 120: 107, 400: 107}
+    with pytest.raises(ValueError, match="characters of the text need more than 20 tokens"):
+        learn_wordpiece(counts, 20)
