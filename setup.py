@@ -48,6 +48,7 @@ setup(
         "absl-py>=2",
         "sentencepiece>=0.2,<0.3",
         "numpy>=1.26",
+        "matplotlib>=3.7",
     ],
     extras_require={"test": ["pytest>=8", "ruff>=0.5"]},
     entry_points={"console_scripts": CONSOLE_SCRIPTS},

@@ -93,6 +93,30 @@ class Transformer(keras.Model):
         memory, memory_mask = self.encode(features["inputs"], training=training)
         return self.decode(features["targets"], memory, memory_mask, training=training)
 
+    def attention_maps(self, inputs: tf.Tensor, targets: tf.Tensor) -> dict[str, list]:
+        """Attention weights of every layer and head for a teacher-forced pair (no dropout).
+
+        Returns {"encoder": [...], "decoder_self": [...], "decoder_cross": [...]}, one entry per
+        layer of shape [batch, heads, query, key].
+        """
+        memory_mask = padding_mask(inputs)
+        x = self._embed(self.embedding, inputs)
+        mask = attention_mask(tf.shape(inputs)[1], memory_mask)
+        maps = {"encoder": [], "decoder_self": [], "decoder_cross": []}
+        for layer in self.encoder.blocks:
+            x, weights = layer.attention_maps(x, mask)
+            maps["encoder"].append(weights)
+        memory = self.encoder._finish(x)
+        length = tf.shape(targets)[1]
+        self_mask = attention_mask(length, tf.ones_like(targets, tf.bool), causal=True)
+        cross_mask = attention_mask(length, memory_mask)
+        y = self._embed(self._target_embedding, tf.pad(targets, [[0, 0], [1, 0]])[:, :-1])
+        for layer in self.decoder.blocks:
+            y, self_weights, cross_weights = layer.attention_maps(y, memory, self_mask, cross_mask)
+            maps["decoder_self"].append(self_weights)
+            maps["decoder_cross"].append(cross_weights)
+        return maps
+
     def init_cache(
         self, memory: tf.Tensor, memory_mask: tf.Tensor, max_length: int | tf.Tensor
     ) -> dict[str, Any]:

@@ -4,6 +4,7 @@ import os
 import random
 
 import pytest
+
 from t2t_lite.problems.parsing_trees import (
     delinearize,
     glob_files,

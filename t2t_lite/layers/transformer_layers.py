@@ -76,6 +76,13 @@ class _TransformerLayer(keras.layers.Layer):
         self.feed_forward_norm = self._norm("feed_forward_norm")
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
 
+    def _weights_of(self, attention, norm, x, memory, attention_mask):
+        """The attention weights a sub-layer computes for its input x."""
+        query = x if self.norm_position == "post" else norm(x)
+        if memory is None:
+            return attention.attention_weights(query, attention_mask=attention_mask)
+        return attention.attention_weights(query, memory, attention_mask=attention_mask)
+
     def _ffn(self, x, training):
         return _residual(
             x,
@@ -123,6 +130,13 @@ class EncoderLayer(_TransformerLayer):
             training,
         )
         return self._ffn(x, training)
+
+    def attention_maps(self, x, attention_mask=None):
+        """(output, self-attention weights [batch, heads, length, length]), for visualization."""
+        weights = self._weights_of(
+            self.self_attention, self.self_attention_norm, x, None, attention_mask
+        )
+        return self(x, attention_mask=attention_mask), weights
 
 
 class DecoderLayer(_TransformerLayer):
@@ -183,6 +197,25 @@ class DecoderLayer(_TransformerLayer):
         if cache is None:
             return x
         return x, {"self": new_cache, "cross": cache["cross"]}
+
+    def attention_maps(self, x, memory, self_mask=None, cross_mask=None):
+        """(output, self-attention weights [batch, heads, target, target], encoder-decoder
+        weights [batch, heads, target, source]), for visualization."""
+        self_weights = self._weights_of(
+            self.self_attention, self.self_attention_norm, x, None, self_mask
+        )
+        after_self = _residual(
+            x,
+            lambda y: self.self_attention(y, attention_mask=self_mask),
+            self.self_attention_norm,
+            self.dropout,
+            self.norm_position,
+            False,
+        )
+        cross_weights = self._weights_of(
+            self.cross_attention, self.cross_attention_norm, after_self, memory, cross_mask
+        )
+        return self(x, memory, self_mask, cross_mask), self_weights, cross_weights
 
 
 def _layer_kwargs(hparams: HParams) -> dict:
