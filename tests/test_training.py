@@ -1,0 +1,76 @@
+"""t2t-train's loop end to end on a tiny model: learning, hparams.json, best checkpoint,
+summaries, and stopping on a non-finite loss without a bad checkpoint."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from train_helpers import run_training
+
+# One layer each way learns reversal as well as two, in half the time.
+FAST = "num_encoder_layers=1,num_decoder_layers=1,label_smoothing=0.0"
+
+
+def test_tiny_model_learns_reverse(tmp_path):
+    from t2t_lite import run_info
+    from t2t_lite.train_step import batch_stats
+
+    out = str(tmp_path / "run")
+    overrides = FAST + ",warmup_steps=60,learning_rate=0.6,batch_size=2048,jit_compile=true"
+    metrics = run_training(
+        out, 250, 1000, overrides, eval_every=250, deterministic=False, best_metric="dev_accuracy"
+    )
+    assert metrics["step"] == 250
+    assert metrics["dev_accuracy"] > 0.99, metrics
+    assert np.isclose(metrics["dev_perplexity"], np.exp(metrics["dev_loss"]))
+    # decode/export read the run back: hparams.json, the final checkpoint, the best one.
+    model, info, path = run_info.restore_model(out)
+    assert path.endswith("ckpt-250") and info.hparams.num_encoder_layers == 1
+    best, _, _ = run_info.restore_model(out, os.path.join(out, "best"))
+    from fake_problem import FakeReverse
+
+    inputs, targets = FakeReverse().arrays("dev")
+    batch = {"inputs": tf.constant(inputs), "targets": tf.constant(targets)}
+    stats = batch_stats(best(batch, training=False), batch, 0.0).numpy()
+    assert stats[4] / stats[2] == pytest.approx(metrics["dev_accuracy"], abs=1e-6)
+    assert glob.glob(os.path.join(out, "summaries", "train", "events.*"))
+    assert glob.glob(os.path.join(out, "summaries", "dev", "events.*"))
+
+
+def test_non_finite_loss_stops_before_update_and_checkpoint(tmp_path):
+    from t2t_lite.checkpoints import checkpoint_step, list_checkpoints
+    from t2t_lite.training import NonFiniteError
+
+    out = str(tmp_path / "run")
+    # A learning rate of 1e25 makes the weights overflow within a few steps.
+    overrides = FAST + ",learning_rate_schedule=constant,learning_rate=1e25"
+    with pytest.raises(NonFiniteError, match=r"step (\d+): non-finite") as error:
+        run_training(out, 20, 1, overrides)
+    failed_step = int(error.value.args[0].split()[1].rstrip(":"))
+    saved = list_checkpoints(os.path.join(out, "checkpoints"))
+    assert saved and checkpoint_step(saved[-1]) == failed_step - 1
+    reader = tf.train.load_checkpoint(saved[-1])
+    for name, _ in tf.train.list_variables(saved[-1]):
+        if name.endswith("VARIABLE_VALUE"):
+            assert np.all(np.isfinite(reader.get_tensor(name))), name
+
+
+def test_resume_with_other_hparams_names_the_difference(tmp_path):
+    from t2t_lite.hparams import get_hparams
+
+    from t2t_lite.run_info import RunInfo
+    from t2t_lite.training import _check_run_info
+
+    out = str(tmp_path)
+    info = RunInfo("fake_reverse", "/data", "transformer_tiny", get_hparams("transformer_tiny"), 12)
+    _check_run_info(info, out)
+    _check_run_info(info, out)  # the same flags resume
+    other = RunInfo(
+        "fake_reverse", "/data", "transformer_tiny", get_hparams("transformer_tiny", "d_ff=128"), 12
+    )
+    with pytest.raises(ValueError, match=r"hparams\.d_ff: 256 != 128"):
+        _check_run_info(other, out)
