@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import tensorflow as tf
+
 from t2t_lite.hparams import HParams
 
 

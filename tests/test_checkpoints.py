@@ -13,7 +13,6 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
-from t2t_lite.hparams import get_hparams
 
 from t2t_lite.checkpoints import (
     CheckpointError,
@@ -22,6 +21,7 @@ from t2t_lite.checkpoints import (
     list_checkpoints,
     select_for_averaging,
 )
+from t2t_lite.hparams import get_hparams
 from t2t_lite.run_info import RunInfo, build_model, restore_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))

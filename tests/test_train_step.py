@@ -46,7 +46,6 @@ def test_accumulated_loss_is_token_weighted_mean():
     batch = one_batch(problem, 0, 12, 9)
     result, _, initial = step_once(_single_device(), SMOOTH_ADAM, [batch])
     from t2t_lite.hparams import get_hparams
-
     from t2t_lite.model import Transformer
 
     model = Transformer(get_hparams("transformer_tiny"), problem.vocab_size)
@@ -65,7 +64,6 @@ def test_accumulated_loss_is_token_weighted_mean():
 
 def test_non_finite_gradient_is_not_applied():
     from t2t_lite.hparams import get_hparams
-
     from t2t_lite.train_step import Trainer
 
     strategy = _single_device()

@@ -3,12 +3,14 @@ summaries, and stopping on a non-finite loss without a bad checkpoint."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from train_helpers import config as config_for
 from train_helpers import run_training
 
 # One layer each way learns reversal as well as two, in half the time.
@@ -16,27 +18,33 @@ FAST = "num_encoder_layers=1,num_decoder_layers=1,label_smoothing=0.0"
 
 
 def test_tiny_model_learns_reverse(tmp_path):
-    from t2t_lite import run_info
+    from t2t_lite import problems, run_info, training
+    from t2t_lite.hparams import get_hparams
     from t2t_lite.train_step import batch_stats
 
-    out = str(tmp_path / "run")
+    data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
+    problem = problems.get_problem("algorithmic_reverse")
+    sizes = dict(num_symbols=8, max_sequence_length=6, train_size=2000, dev_size=200)
+    problem.generate_data(data_dir, **sizes)
     overrides = FAST + ",warmup_steps=60,learning_rate=0.6,batch_size=2048,jit_compile=true"
-    metrics = run_training(
-        out, 250, 1000, overrides, eval_every=250, deterministic=False, best_metric="dev_accuracy"
-    )
+    hparams = get_hparams("transformer_tiny", overrides)
+    config = config_for(out, 250, 1000, eval_every=250, best_metric="dev_accuracy")
+    config = dataclasses.replace(config, data_dir=data_dir, deterministic=False)
+    metrics = training.train(problem, config, hparams, "transformer_tiny")
     assert metrics["step"] == 250
     assert metrics["dev_accuracy"] > 0.99, metrics
     assert np.isclose(metrics["dev_perplexity"], np.exp(metrics["dev_loss"]))
     # decode/export read the run back: hparams.json, the final checkpoint, the best one.
     model, info, path = run_info.restore_model(out)
-    assert path.endswith("ckpt-250") and info.hparams.num_encoder_layers == 1
+    assert path.endswith("ckpt-250") and info.problem == "algorithmic_reverse"
+    assert info.vocab_size == problem.tokenizer(data_dir).vocab_size
     best, _, _ = run_info.restore_model(out, os.path.join(out, "best"))
-    from fake_problem import FakeReverse
-
-    inputs, targets = FakeReverse().arrays("dev")
-    batch = {"inputs": tf.constant(inputs), "targets": tf.constant(targets)}
-    stats = batch_stats(best(batch, training=False), batch, 0.0).numpy()
-    assert stats[4] / stats[2] == pytest.approx(metrics["dev_accuracy"], abs=1e-6)
+    totals = np.zeros(5)
+    dev = problem.make_dataset(data_dir, "dev", hparams, shuffle=False, repeat=False)
+    for batch in dev:
+        totals += batch_stats(best(batch, training=False), batch, 0.0).numpy()
+    assert totals[2] == metrics["dev_tokens"]
+    assert totals[4] / totals[2] == pytest.approx(metrics["dev_accuracy"], abs=1e-6)
     assert glob.glob(os.path.join(out, "summaries", "train", "events.*"))
     assert glob.glob(os.path.join(out, "summaries", "dev", "events.*"))
 
@@ -61,7 +69,6 @@ def test_non_finite_loss_stops_before_update_and_checkpoint(tmp_path):
 
 def test_resume_with_other_hparams_names_the_difference(tmp_path):
     from t2t_lite.hparams import get_hparams
-
     from t2t_lite.run_info import RunInfo
     from t2t_lite.training import _check_run_info
 

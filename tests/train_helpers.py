@@ -36,9 +36,8 @@ def config(output_dir: str, steps: int, save_every: int, **kwargs):
 
 
 def run_training(output_dir: str, steps: int, save_every: int, overrides: str = "", **kwargs):
-    from t2t_lite.hparams import get_hparams
-
     from t2t_lite import training
+    from t2t_lite.hparams import get_hparams
 
     hparams = get_hparams("transformer_tiny", overrides)
     cfg = config(output_dir, steps, save_every, **kwargs)
@@ -56,8 +55,8 @@ def step_once(strategy, overrides: str, batches: list[dict], initial=None):
     """One train_step of a fresh Trainer fed `batches` in order; returns (result, deltas,
     initial weights)."""
     import tensorflow as tf
-    from t2t_lite.hparams import get_hparams
 
+    from t2t_lite.hparams import get_hparams
     from t2t_lite.train_step import Trainer
 
     hparams = get_hparams("transformer_tiny", overrides)
