@@ -170,3 +170,30 @@ def test_kill_9_then_resume_equals_uninterrupted_run(tmp_path):
     assert a.keys() == b.keys() and any("step" in k for k in a)
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_failed_save_is_a_clear_error_and_keeps_the_previous_checkpoint(tmp_path):
+    """A write that runs out of space (here: a file-size limit, as a full disk gives EFBIG or
+    ENOSPC) names the step and the intact previous checkpoint."""
+    import resource
+
+    directory = str(tmp_path)
+    keeper, model, step = _keeper(directory)
+    step.assign(10)
+    keeper.save(10)
+    before = model.get_weights()
+    size = os.path.getsize(os.path.join(directory, "ckpt-10.data-00000-of-00001"))
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, limits[1]))
+        model.set_weights([w + 1 for w in before])
+        step.assign(20)
+        with pytest.raises(CheckpointError, match=r"step 20(.|\n)*ckpt-10 is intact"):
+            keeper.save(20)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, handler)
+    path, restored_step, weights = _restore(directory)
+    assert path.endswith("ckpt-10") and restored_step == 10
+    _assert_weights(weights, before)

@@ -97,3 +97,43 @@ def test_two_replicas_equal_one_device_with_the_same_global_batch():
     assert abs(result["two"]["grad_norm"] - result["one"]["grad_norm"]) < 1e-5
     assert result["max_delta"] > 1e-3
     assert result["max_delta_diff"] < 1e-6
+
+
+def test_mixed_float16_scales_the_loss_and_skips_overflow():
+    from t2t_lite.hparams import get_hparams
+    from t2t_lite.train_step import Trainer
+
+    strategy = _single_device()
+    hparams = get_hparams("transformer_tiny", "precision=mixed_float16")
+    trainer = Trainer(hparams, FakeReverse().vocab_size, strategy)
+    assert trainer.model.compute_dtype == "float16"
+    batch = one_batch(FakeReverse(), 0, 8, 9)
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    first = trainer.train_step(iterator)
+    assert bool(first["applied"]) and float(first["loss_scale"]) == 2.0**15
+    assert np.isfinite(float(first["loss"])) and int(trainer.optimizer.iterations.numpy()) == 1
+    weights = trainer.model.get_weights()
+    weights[0][5, 0] = 6e4  # overflows float16 once scaled
+    trainer.model.set_weights(weights)
+    second = trainer.train_step(iterator)
+    assert not bool(second["finite"]) and int(trainer.optimizer.iterations.numpy()) == 1
+    assert float(trainer.optimizer.dynamic_scale.numpy()) == 2.0**14
+
+
+def test_bfloat16_step_trains():
+    from t2t_lite.hparams import get_hparams
+    from t2t_lite.train_step import Trainer
+
+    strategy = _single_device()
+    trainer = Trainer(
+        get_hparams("transformer_tiny", "precision=mixed_bfloat16"),
+        FakeReverse().vocab_size,
+        strategy,
+    )
+    assert trainer.model.compute_dtype == "bfloat16"
+    assert trainer.model.trainable_variables[0].dtype == "float32"
+    batch = one_batch(FakeReverse(), 0, 8, 9)
+    iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch)))
+    result = trainer.train_step(iterator)
+    assert bool(result["applied"]) and np.isfinite(float(result["loss"]))

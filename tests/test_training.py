@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
+import signal
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from fake_problem import FakeReverse
 from train_helpers import config as config_for
 from train_helpers import run_training
 
@@ -81,3 +83,66 @@ def test_resume_with_other_hparams_names_the_difference(tmp_path):
     )
     with pytest.raises(ValueError, match=r"hparams\.d_ff: 256 != 128"):
         _check_run_info(other, out)
+
+
+class _SignalAt(FakeReverse):
+    """FakeReverse whose training stream sends this process SIGTERM when it yields batch `at`."""
+
+    def __init__(self, at: int):
+        super().__init__()
+        self.at = at
+
+    def make_dataset(self, data_dir, split, hparams, **kwargs):
+        ds = super().make_dataset(data_dir, split, hparams, **kwargs)
+        if split != "train":
+            return ds
+
+        def signal_once(index):
+            if int(index) == self.at:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return index
+
+        def tag(index, batch):
+            done = tf.py_function(signal_once, [index], tf.int64)
+            with tf.control_dependencies([done]):
+                return {k: tf.identity(v) for k, v in batch.items()}
+
+        return ds.enumerate().map(tag)
+
+
+def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path):
+    from t2t_lite import training
+    from t2t_lite.checkpoints import checkpoint_step, list_checkpoints
+    from t2t_lite.hparams import get_hparams
+
+    out = str(tmp_path / "run")
+    hparams = get_hparams("transformer_tiny", FAST + ",batch_size=256")
+    config = config_for(out, 40, 100)
+    with pytest.raises(training.TrainingInterrupted, match=r"SIGTERM at step (\d+)") as stop:
+        training.train(_SignalAt(12), config, hparams, "transformer_tiny")
+    stopped = int(stop.value.args[0].split("at step ")[1].split(";")[0])
+    assert 1 <= stopped < 40
+    saved = list_checkpoints(os.path.join(out, "checkpoints"))
+    assert [checkpoint_step(p) for p in saved] == [stopped]
+    metrics = training.train(FakeReverse(), config, hparams, "transformer_tiny")
+    assert metrics["step"] == 40
+    assert checkpoint_step(list_checkpoints(os.path.join(out, "checkpoints"))[-1]) == 40
+
+
+def test_float16_loss_scale_collapse_stops_training():
+    from types import SimpleNamespace
+
+    from t2t_lite import training
+
+    loop = training._Loop.__new__(training._Loop)
+    loop.trainer = SimpleNamespace(loss_scaled=True)
+    loop.keeper = SimpleNamespace(manager=SimpleNamespace(latest_checkpoint=None))
+    loop.skipped_steps = 0
+    overflow = {"finite": False, "loss": 2.5, "grad_norm": np.inf, "loss_scale": 8.0}
+    loop._check_step(7, overflow)  # skipped, the scale halves to 4
+    loop._check_step(8, {**overflow, "loss_scale": 4.0})
+    assert loop.skipped_steps == 2
+    with pytest.raises(training.NonFiniteError, match=r"step 9: the float16 loss scale collapsed"):
+        loop._check_step(9, {**overflow, "loss_scale": 1.0})
+    with pytest.raises(training.NonFiniteError, match=r"step 10: non-finite loss"):
+        loop._check_step(10, {**overflow, "loss": np.nan})
