@@ -40,10 +40,9 @@ flags.mark_flags_as_required(["problem", "data_dir", "output_dir"])
 
 def main(argv):
     del argv
-    from t2t_lite.hparams import get_hparams
-
     from t2t_lite import distribute, problems, training
     from t2t_lite.checkpoints import CheckpointError
+    from t2t_lite.hparams import get_hparams
 
     strategy = distribute.create_strategy(F.strategy)  # before any other TensorFlow op
     if F.usr_dir:
@@ -52,33 +51,28 @@ def main(argv):
         hparams = get_hparams(F.hparams_set, F.hparams)
     except (KeyError, ValueError) as e:
         raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
-    config = training.TrainConfig(
-        output_dir=F.output_dir,
-        data_dir=F.data_dir,
-        train_steps=F.train_steps or hparams.train_steps,
-        **{name: getattr(F, name) for name in _PASSED_THROUGH},
-    )
-    problem = problems.get_problem(F.problem)
+    try:
+        config = training.TrainConfig(
+            output_dir=F.output_dir,
+            data_dir=F.data_dir,
+            train_steps=F.train_steps or hparams.train_steps,
+            **{name: getattr(F, name) for name in _PASSED_THROUGH},
+        )
+        problem = problems.get_problem(F.problem)
+    except (KeyError, ValueError) as e:
+        raise app.UsageError(str(e)) from None
     try:
         training.train(problem, config, hparams, F.hparams_set, strategy)
-    except (training.NonFiniteError, CheckpointError, training.TrainingInterrupted) as e:
+    except (training.NonFiniteError, CheckpointError, training.TrainingInterrupted,
+            training.ConflictingRunError) as e:  # fmt: skip
         logging.error("%s", e)
         sys.exit(1)
 
 
 _PASSED_THROUGH = (
-    "eval_every",
-    "eval_batches",
-    "save_every",
-    "keep_checkpoints",
-    "keep_checkpoint_every_minutes",
-    "log_every",
-    "seed",
-    "deterministic",
-    "best_metric",
-    "early_stopping",
-    "bleu_examples",
-)
+    "eval_every", "eval_batches", "save_every", "keep_checkpoints", "keep_checkpoint_every_minutes",
+    "log_every", "seed", "deterministic", "best_metric", "early_stopping", "bleu_examples",
+)  # fmt: skip
 
 
 def run():

@@ -147,9 +147,11 @@ class BestKeeper:
         self.metric = metric
         self.higher_is_better = higher_is_better
         self.save = save
-        self.manager = tf.train.CheckpointManager(
-            tf.train.Checkpoint(model=model), self.directory, max_to_keep=1
-        )
+        self.manager = None
+        if save:
+            self.manager = tf.train.CheckpointManager(
+                tf.train.Checkpoint(model=model), self.directory, max_to_keep=1
+            )
         self.best = self._load()
 
     def _load(self) -> float | None:

@@ -14,6 +14,7 @@ import math
 import os
 import signal
 
+import keras
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
@@ -56,6 +57,21 @@ class TrainConfig:
     early_stopping: int = 0  # evaluations without improvement before stopping; 0: never
     bleu_examples: int = 0  # >0: sacreBLEU of greedy decoding on this many dev examples
 
+    def __post_init__(self) -> None:
+        for name in ("train_steps", "eval_every", "save_every", "keep_checkpoints", "log_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        if self.best_metric not in METRIC_DIRECTIONS:
+            raise ValueError(
+                f"--best_metric={self.best_metric!r} is not one of {', '.join(METRIC_DIRECTIONS)}"
+            )
+        if self.best_metric == "dev_bleu" and not self.bleu_examples:
+            raise ValueError("--best_metric=dev_bleu needs --bleu_examples > 0")
+
+
+class ConflictingRunError(ValueError):
+    """The flags of a resumed run differ from the output_dir's hparams.json."""
+
 
 class NonFiniteError(FloatingPointError):
     """The loss or the gradient of a step was NaN or infinite; the update was not applied."""
@@ -92,7 +108,7 @@ def _check_run_info(info: RunInfo, output_dir: str) -> None:
         previous = RunInfo.load(output_dir)
         differences = previous.diff(info)
         if differences:
-            raise ValueError(
+            raise ConflictingRunError(
                 f"{output_dir}/hparams.json (saved != requested) differs from this run's flags: "
                 + "; ".join(differences)
                 + ". Use the saved flags to resume, or a new --output_dir."
@@ -129,15 +145,13 @@ def _dev_dataset(problem, config: TrainConfig, hparams: HParams, strategy):
     return strategy.distribute_datasets_from_function(dataset_fn)
 
 
-def _configure(config: TrainConfig, hparams: HParams) -> None:
+def _configure(config: TrainConfig) -> None:
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    import keras
 
+    # Weights, dropout and the data order all follow the seed. (The model takes its dtype
+    # policy from hparams.precision, so no global policy is set.)
     keras.utils.set_random_seed(config.seed)
-    if hparams.precision != "float32":
-        # The model takes its dtype policy from the hparams; this makes new layers agree.
-        keras.mixed_precision.set_global_policy(hparams.precision)
 
 
 def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, strategy=None) -> dict:
@@ -147,7 +161,7 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
     or ValueError (conflicting hparams.json) with messages naming the step or file.
     """
     strategy = strategy or distribute.create_strategy("auto")
-    _configure(config, hparams)
+    _configure(config)
     info = RunInfo(
         problem=problem.name,
         data_dir=config.data_dir,
