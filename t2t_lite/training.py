@@ -263,9 +263,9 @@ class _Loop:
     def _evaluate(self, step: int) -> bool:
         """Evaluates, keeps the best model; True when early stopping says to stop."""
         metrics = evaluate(self.trainer, self.dev, self.problem, self.config)
+        logging.info("step %d dev: %s", step, ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         metrics["step"] = step
         self.last_metrics = metrics
-        logging.info("step %d dev: %s", step, ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         self._summaries(self.dev_writer, step, metrics)
         improved = self.best.update(step, metrics)
         self.stale_evals = 0 if improved else self.stale_evals + 1
