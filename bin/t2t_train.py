@@ -35,6 +35,9 @@ flags.DEFINE_enum("strategy", "auto", STRATEGIES, "auto: multi_worker if TF_CONF
 flags.DEFINE_enum("best_metric", "dev_loss", list(METRIC_DIRECTIONS), "Keeps output_dir/best/.")
 flags.DEFINE_integer("early_stopping", 0, "Stop after N evaluations without a better best_metric.")
 flags.DEFINE_integer("bleu_examples", 0, "sacreBLEU of greedy decoding on N dev examples.")
+flags.DEFINE_float(
+    "train_minutes", 0.0, "Stop (evaluate, save) after this many minutes; rerun to resume."
+)
 flags.mark_flags_as_required(["problem", "data_dir", "output_dir"])
 
 
@@ -72,6 +75,7 @@ def main(argv):
 _PASSED_THROUGH = (
     "eval_every", "eval_batches", "save_every", "keep_checkpoints", "keep_checkpoint_every_minutes",
     "log_every", "seed", "deterministic", "best_metric", "early_stopping", "bleu_examples",
+    "train_minutes",
 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ import dataclasses
 import math
 import os
 import signal
+import time
 
 import keras
 import tensorflow as tf
@@ -56,6 +57,9 @@ class TrainConfig:
     best_metric: str = "dev_loss"
     early_stopping: int = 0  # evaluations without improvement before stopping; 0: never
     bleu_examples: int = 0  # >0: sacreBLEU of greedy decoding on this many dev examples
+    # >0: stop (evaluate, save) once this many minutes of training have passed in this process;
+    # rerunning the command resumes towards train_steps.
+    train_minutes: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("train_steps", "eval_every", "save_every", "keep_checkpoints", "log_every"):
@@ -166,6 +170,10 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
     ConflictingRunError or TrainingInterrupted, with messages naming the step, file or flag.
     """
     strategy = strategy or distribute.create_strategy("auto")
+    if config.train_minutes and distribute.num_input_pipelines(strategy) > 1:
+        # Each worker would read its own clock and stop at a different step, leaving the others
+        # waiting in a collective; a step count is the same everywhere.
+        raise ValueError("--train_minutes works on one machine only; use --train_steps")
     _configure(config)
     info = RunInfo(
         problem=problem.name,
@@ -222,6 +230,7 @@ class _Loop:
         config = self.config
         progress = ProgressLog(config.train_steps, start, config.log_every)
         step = start
+        deadline = time.monotonic() + 60 * config.train_minutes if config.train_minutes else None
         with _StopSignal() as stop:
             while step < config.train_steps:
                 result = {k: v.numpy() for k, v in self.trainer.train_step(iterator).items()}
@@ -238,9 +247,15 @@ class _Loop:
                     )
                 if step % config.save_every == 0 and step < config.train_steps:
                     self.keeper.save(step)
-                if step % config.eval_every == 0 or step == config.train_steps:
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                if step % config.eval_every == 0 or step == config.train_steps or out_of_time:
                     if self._evaluate(step):
                         break
+                if out_of_time:
+                    logging.info(
+                        "--train_minutes=%g reached at step %d", config.train_minutes, step
+                    )
+                    break
         self.keeper.save(step)
         for writer in (self.train_writer, self.dev_writer):
             writer.flush()

@@ -146,3 +146,14 @@ def test_float16_loss_scale_collapse_stops_training():
         loop._check_step(9, {**overflow, "loss_scale": 1.0})
     with pytest.raises(training.NonFiniteError, match=r"step 10: non-finite loss"):
         loop._check_step(10, {**overflow, "loss": np.nan})
+
+
+def test_train_minutes_stops_with_a_checkpoint_and_the_rerun_resumes(tmp_path):
+    out = str(tmp_path)
+    # A budget of 0.06 s ends training after its first step (which takes longer than that).
+    first = run_training(out, steps=6, save_every=100, train_minutes=0.001)
+    assert first["step"] == 1
+    assert tf.train.latest_checkpoint(os.path.join(out, "checkpoints")).endswith("ckpt-1")
+    second = run_training(out, steps=6, save_every=100)
+    assert second["step"] == 6
+    assert tf.train.latest_checkpoint(os.path.join(out, "checkpoints")).endswith("ckpt-6")
