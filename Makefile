@@ -25,3 +25,7 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# The whole path on the real offline corpus (see README "Demo"); resumable.
+demo: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) scripts/demo.py $(DEMO_ARGS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import json
 import os
 import signal
 
@@ -146,6 +147,33 @@ def test_float16_loss_scale_collapse_stops_training():
         loop._check_step(9, {**overflow, "loss_scale": 1.0})
     with pytest.raises(training.NonFiniteError, match=r"step 10: non-finite loss"):
         loop._check_step(10, {**overflow, "loss": np.nan})
+
+
+def test_best_checkpoint_and_early_stopping_follow_the_metric(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from t2t_lite import training
+    from t2t_lite.checkpoints import BestKeeper
+
+    model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+    model.build((None, 3))
+    scripted = iter([0.5, 0.7, 0.6, 0.6, 0.8])  # dev_accuracy of successive evaluations
+    monkeypatch.setattr(
+        training, "evaluate", lambda *args: {"dev_accuracy": next(scripted), "dev_loss": 1.0}
+    )
+    loop = training._Loop.__new__(training._Loop)
+    loop.trainer, loop.dev, loop.problem, loop.chief = None, None, None, True
+    loop.config = SimpleNamespace(early_stopping=2, best_metric="dev_accuracy")
+    loop.best = BestKeeper(model, str(tmp_path), "dev_accuracy", higher_is_better=True)
+    loop.dev_writer, loop.stale_evals = tf.summary.create_noop_writer(), 0
+    stops = [loop._evaluate(step) for step in (10, 20, 30, 40)]
+    assert stops == [False, False, False, True]  # 0.6 and 0.6 do not beat 0.7
+    with open(tmp_path / "best" / "best.json") as f:
+        best = json.load(f)
+    assert (best["step"], best["value"]) == (20, 0.7)
+    assert os.path.exists(tmp_path / "best" / "ckpt-20.index")
+    # A resumed run remembers the best value.
+    assert BestKeeper(model, str(tmp_path), "dev_accuracy", True).best == 0.7
 
 
 def test_train_minutes_stops_with_a_checkpoint_and_the_rerun_resumes(tmp_path):

@@ -1,4 +1,5 @@
-"""t2t-train and t2t-avg-checkpoints as a user runs them."""
+"""t2t-train and t2t-avg-checkpoints as a user runs them (a resumed run with other flags:
+tests/test_training.py)."""
 
 import os
 import subprocess
@@ -17,7 +18,7 @@ def _run(binary: str, *flags: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_train_resume_conflict_and_average(tmp_path):
+def test_train_then_average(tmp_path):
     from t2t_lite import problems
     from t2t_lite.run_info import RunInfo
 
@@ -37,10 +38,6 @@ def test_train_resume_conflict_and_average(tmp_path):
     assert sorted(os.listdir(os.path.join(out, "checkpoints")))[:3] == [
         "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index",
     ]  # fmt: skip
-
-    conflict = _run("t2t_train", *flags, "--hparams=num_encoder_layers=2,batch_size=256")
-    assert conflict.returncode == 1
-    assert "hparams.num_encoder_layers: 1 != 2" in conflict.stderr
 
     averaged = _run("t2t_avg_checkpoints", f"--output_dir={out}", "--num_last=2")
     assert averaged.returncode == 0, averaged.stderr[-3000:]

@@ -1,0 +1,201 @@
+"""`make demo`: the whole path on the real offline corpus translate_ende_lohelp.
+
+datagen -> t2t-train (transformer_small, bounded time) -> t2t-avg-checkpoints -> t2t-decode of
+the held-out test split -> t2t-bleu -> t2t-export -> three sentences through the SavedModel ->
+t2t-visualize. Each step is the command a user would type, printed before it runs; rerunning
+the demo resumes where it stopped (datagen and training are resumable, finished steps are kept).
+
+  python scripts/demo.py [--work_dir=demo_out] [--train_minutes=15] [--hparams=...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+BIN = os.path.dirname(sys.executable)
+PROBLEM = "translate_ende_lohelp"
+SENTENCES = [
+    "Click the OK button to close the dialog.",
+    "Select the cells that you want to copy.",
+    "This function returns the number of characters in a text string.",
+]
+
+
+def run(command: list[str]) -> str:
+    """Runs a program from the virtual environment, echoing the command and its output (both
+    streams) as they come; returns the output."""
+    print(f"\n$ {shlex.join(command)}", flush=True)
+    program = os.path.join(BIN, command[0])
+    lines = []
+    with subprocess.Popen(
+        [program, *command[1:]], text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    ) as process:
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            lines.append(line)
+    if process.returncode:
+        sys.exit(f"demo: `{command[0]}` failed with exit code {process.returncode}")
+    return "".join(lines)
+
+
+def ensure_apt_lists() -> None:
+    """apt-get download needs package lists; a fresh machine may have none."""
+    found = subprocess.run(["apt-cache", "show", "libreoffice-help-de"], capture_output=True)
+    if found.returncode and os.geteuid() == 0:
+        print("$ apt-get update", flush=True)
+        subprocess.run(["apt-get", "update", "-qq"], check=False)
+
+
+def write_test_split(data_dir: str, directory: str) -> tuple[str, str, int]:
+    """test.en / test.de of the held-out split, as the problem splits it."""
+    source, reference = os.path.join(directory, "test.en"), os.path.join(directory, "test.de")
+    if not (os.path.isfile(source) and os.path.isfile(reference)):
+        from t2t_lite.problems import get_problem
+
+        problem = get_problem(PROBLEM)
+        options = problem.resolve_options({})
+        problem.prepare(data_dir, options)
+        pairs = list(problem.text_pairs("test", options))
+        for path, side in ((source, 0), (reference, 1)):
+            with open(path + ".tmp", "w") as f:
+                f.writelines(pair[side] + "\n" for pair in pairs)
+            os.replace(path + ".tmp", path)
+    with open(source) as f:
+        return source, reference, sum(1 for _ in f)
+
+
+def translate_with_saved_model(version_dir: str) -> list[str]:
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops the SavedModel uses)
+
+    serving = tf.saved_model.load(version_dir).signatures["serving_default"]
+    outputs = serving(inputs=tf.constant(SENTENCES))["outputs"].numpy()
+    return [o.decode("utf-8") for o in outputs]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work_dir", default="demo_out")
+    parser.add_argument("--train_minutes", type=float, default=15.0)
+    parser.add_argument("--train_steps", type=int, default=20000)
+    parser.add_argument("--hparams_set", default="transformer_small")
+    parser.add_argument("--hparams", default="precision=mixed_bfloat16")
+    args = parser.parse_args()
+    started = time.time()
+    work = os.path.abspath(args.work_dir)
+    data_dir, output_dir = os.path.join(work, "data"), os.path.join(work, "train")
+    export_dir = os.path.join(work, "export")
+    os.makedirs(work, exist_ok=True)
+
+    ensure_apt_lists()
+    run(["t2t-datagen", f"--problem={PROBLEM}", f"--data_dir={data_dir}"])
+    with open(os.path.join(data_dir, "metadata.json")) as f:
+        metadata = json.load(f)
+    train_started = time.time()
+    train_log = run(
+        [
+            "t2t-train",
+            f"--problem={PROBLEM}",
+            f"--data_dir={data_dir}",
+            f"--output_dir={output_dir}",
+            f"--hparams_set={args.hparams_set}",
+            f"--hparams={args.hparams}",
+            f"--train_steps={args.train_steps}",
+            f"--train_minutes={args.train_minutes}",
+            "--save_every=500",
+            "--eval_every=1000",
+            "--eval_batches=20",
+            "--keep_checkpoints=5",
+            "--log_every=50",
+        ]
+    )
+    train_seconds = time.time() - train_started
+    run(["t2t-avg-checkpoints", f"--output_dir={output_dir}", "--num_last=5"])
+    source, reference, test_lines = write_test_split(data_dir, work)
+    translation = os.path.join(work, "test.translated.de")
+    run(
+        [
+            "t2t-decode",
+            f"--output_dir={output_dir}",
+            f"--decode_from_file={source}",
+            f"--decode_to_file={translation}",
+            "--beam_size=4",
+            "--alpha=0.6",
+        ]
+    )
+    bleu = run(["t2t-bleu", f"--translation={translation}", f"--reference={reference}"])
+    run(["t2t-export", f"--output_dir={output_dir}", f"--export_dir={export_dir}"])
+    version = max(int(v) for v in os.listdir(export_dir) if v.isdigit())
+    version_dir = os.path.join(export_dir, str(version))
+    print(f"\nThe SavedModel {version_dir}, loaded in this process:")
+    for sentence, output in zip(SENTENCES, translate_with_saved_model(version_dir), strict=True):
+        print(f"  {sentence}\n  -> {output}")
+    pictures = os.path.join(work, "attention")
+    run(
+        [
+            "t2t-visualize",
+            f"--output_dir={output_dir}",
+            f"--inputs={SENTENCES[0]}",
+            f"--visualize_dir={pictures}",
+        ]
+    )
+    summary(
+        metadata,
+        output_dir,
+        train_seconds,
+        train_log,
+        bleu,
+        test_lines,
+        work,
+        version_dir,
+        pictures,
+        time.time() - started,
+    )
+
+
+def summary(
+    metadata,
+    output_dir,
+    train_seconds,
+    train_log,
+    bleu,
+    test_lines,
+    work,
+    version_dir,
+    pictures,
+    seconds,
+) -> None:
+    import tensorflow as tf
+
+    from t2t_lite.checkpoints import checkpoint_step
+
+    splits = metadata["splits"]
+    step = checkpoint_step(tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints")))
+    rates = [float(r.replace(",", "")) for r in re.findall(r"([0-9,]+) tok/s", train_log)]
+    rate = sorted(rates)[len(rates) // 2] if rates else float("nan")
+    match = re.search(r"BLEU[^=]*= ([0-9.]+)", bleu)
+    print("\n== demo summary ==")
+    print(
+        f"data: {PROBLEM}, " + ", ".join(f"{s} {v['examples']:,} pairs" for s, v in splits.items())
+    )
+    print(
+        f"training: step {step} reached; this run {train_seconds / 60:.1f} min at a median "
+        f"{rate:,.0f} tokens/s (source + target)"
+    )
+    print(f"test BLEU (sacreBLEU, {test_lines} sentences): {match.group(1) if match else '?'}")
+    print(
+        f"outputs: {work} (translations test.translated.de, SavedModel {version_dir}, "
+        f"attention pictures {pictures}/index.html)"
+    )
+    print(f"total time: {seconds / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()
