@@ -1,0 +1,31 @@
+"""Problems: where the text comes from, which vocabulary, which metric; and the input pipeline.
+
+Every module that registers problems is imported here by name, so a broken one fails loudly.
+"""
+
+from t2t_lite.problems import (  # noqa: F401  (each registers its problems)
+    algorithmic,
+    lohelp,
+    translate,
+)
+from t2t_lite.problems.base import (
+    METRICS,
+    PROBLEMS,
+    DecodeDefaults,
+    Problem,
+    get_problem,
+    import_usr_dir,
+    read_metadata,
+    register_problem,
+)
+
+__all__ = [
+    "METRICS",
+    "PROBLEMS",
+    "DecodeDefaults",
+    "Problem",
+    "get_problem",
+    "import_usr_dir",
+    "read_metadata",
+    "register_problem",
+]

@@ -1,0 +1,294 @@
+"""The `Problem` base class, the problem registry and the `--usr_dir` import helper.
+
+A problem is data: where its text comes from and how it is split (`text_pairs`), which
+vocabulary it trains (type and size), its metric and its decode defaults. `generate_data` turns
+it into a vocabulary, TFRecord shards and `metadata.json` in a data directory; `make_dataset`
+reads them back as length-bucketed batches; `tokenizer` loads the same vocabulary for decoding
+and export.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import tensorflow as tf
+from absl import logging
+from t2t_lite.hparams import HParams
+from t2t_lite.problems import pipeline, shards
+
+from t2t_lite import atomic_io
+from t2t_lite.registry import Registry
+from t2t_lite.text import Tokenizer, build_vocab, load_tokenizer, vocab_path
+
+METADATA = "metadata.json"
+STATE = "datagen.json"  # written first: which problem and options this data_dir is for
+METRICS = ("bleu", "accuracy", "parse_f1")
+VOCAB_TYPES = ("bpe", "wordpiece", "words")
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeDefaults:
+    """Search settings a problem suggests: beam width, GNMT length-penalty alpha, and the maximum
+    output length as input length + `extra_length`."""
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    extra_length: int = 50
+
+
+class Problem:
+    """Base class. Subclasses set the class attributes and implement `text_pairs`.
+
+    `options` are what `t2t-datagen` passes on from its flags (`raw_dir`, `train_src`, ...); a
+    subclass lists the ones it accepts, with their defaults, in `default_options`.
+    """
+
+    name: ClassVar[str] = ""
+    vocab_type: ClassVar[str] = "bpe"
+    vocab_size: ClassVar[int] = 8000
+    metric: ClassVar[str] = "bleu"
+    decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults()
+    has_inputs: ClassVar[bool] = True
+    # Longest inputs / targets (tokens, EOS included) the problem is meant for; hparams.max_length
+    # is what the pipeline enforces.
+    max_input_length: ClassVar[int] = 256
+    max_target_length: ClassVar[int] = 256
+    examples_per_shard: ClassVar[int] = 100_000
+    default_options: ClassVar[dict[str, Any]] = {}
+
+    # --- what subclasses provide -------------------------------------------------------------
+
+    def splits(self, options: dict[str, Any]) -> tuple[str, ...]:
+        """The splits datagen writes."""
+        return ("train", "dev", "test")
+
+    def prepare(self, data_dir: str, options: dict[str, Any]) -> None:
+        """Fetches and validates raw data before anything is written (override as needed)."""
+
+    def text_pairs(self, split: str, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """Yields (source text, target text) of a split, deterministically."""
+        raise NotImplementedError
+
+    def vocab_texts(self, options: dict[str, Any]) -> Iterator[str]:
+        """Texts the vocabulary is trained on: both sides of train (a shared vocabulary)."""
+        for source, target in self.text_pairs("train", options):
+            yield source
+            yield target
+
+    def vocab_settings(self, options: dict[str, Any]) -> tuple[str, int]:
+        """(vocabulary type, size); the class attributes unless options choose them."""
+        return self.vocab_type, self.vocab_size
+
+    def vocab_words(self, options: dict[str, Any]) -> list[str] | None:
+        """For vocab_type "words": a fixed word list, or None to count words of `vocab_texts`."""
+        return None
+
+    # --- the interface used by datagen, training, decoding and export ------------------------
+
+    def resolve_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Checks option names, fills defaults and converts flag strings to the default's type."""
+        unknown = sorted(set(options) - set(self.default_options))
+        if unknown:
+            raise ValueError(
+                f"problem {self.name} does not take option(s) {unknown}; "
+                f"it takes {sorted(self.default_options) or 'none'}"
+            )
+        resolved = dict(self.default_options)
+        for key, value in options.items():
+            default = self.default_options[key]
+            if isinstance(value, str) and default is not None and not isinstance(default, str):
+                try:
+                    value = type(default)(value)
+                except ValueError:
+                    raise ValueError(
+                        f"problem {self.name} option {key} expects {type(default).__name__}, "
+                        f"got {value!r}"
+                    ) from None
+            resolved[key] = value
+        return resolved
+
+    def generate_data(self, data_dir: str, **options: Any) -> dict:
+        """Writes the vocabulary, TFRecord shards and metadata.json into `data_dir`.
+
+        Idempotent: a finished data_dir is left alone, an interrupted one is completed (the
+        vocabulary and finished shards are kept). Returns the metadata.
+        """
+        options = self.resolve_options(options)
+        state = {"problem": self.name, "options": _jsonable(options)}
+        os.makedirs(data_dir, exist_ok=True)
+        self._check_state(data_dir, state)
+        metadata_path = os.path.join(data_dir, METADATA)
+        if os.path.isfile(metadata_path):
+            logging.info("%s is complete (%s exists); nothing to do", data_dir, METADATA)
+            return read_metadata(data_dir)
+        atomic_io.remove_stale_temporaries(data_dir)
+        self.prepare(data_dir, options)
+        atomic_io.write_json(os.path.join(data_dir, STATE), state)
+        tokenizer = self._vocabulary(data_dir, options)
+        metadata = {
+            **state,
+            "vocab": _vocab_entry(tokenizer, self.vocab_settings(options)[0]),
+            "metric": self.metric,
+            "decode_defaults": dataclasses.asdict(self.decode_defaults),
+            # What the problem's own extraction reported (e.g. pairs aligned and filtered).
+            "raw_counts": dict(getattr(self, "raw_counts", {})),
+            "splits": {},
+        }
+        for split in self.splits(options):
+            logging.info("%s: writing split %s", self.name, split)
+            pairs = self.text_pairs(split, options)
+            metadata["splits"][split] = shards.write_split(
+                data_dir, split, pairs, tokenizer, self.examples_per_shard
+            )
+            if not metadata["splits"][split]["examples"]:
+                raise ValueError(f"problem {self.name}: split {split} has no examples")
+        atomic_io.write_json(metadata_path, metadata)
+        return metadata
+
+    def tokenizer(self, data_dir: str) -> Tokenizer:
+        """The in-graph tokenizer of the vocabulary datagen wrote into `data_dir`."""
+        return load_tokenizer(data_dir)
+
+    def make_dataset(
+        self,
+        data_dir: str,
+        split: str,
+        hparams: HParams,
+        *,
+        shuffle: bool,
+        repeat: bool,
+        seed: int = 0,
+        input_context: tf.distribute.InputContext | None = None,
+    ) -> tf.data.Dataset:
+        """Batches {"inputs": int32 [b, s], "targets": int32 [b, t]} of a finished split.
+
+        See `t2t_lite.problems.pipeline.make_dataset_from_files` for batching and sharding.
+        """
+        files = self.split_files(data_dir, split)
+        return pipeline.make_dataset_from_files(
+            files, hparams, shuffle=shuffle, repeat=repeat, seed=seed, input_context=input_context
+        )
+
+    def split_files(self, data_dir: str, split: str) -> list[str]:
+        """The shard paths of a split, as metadata.json lists them (only finished data)."""
+        splits = read_metadata(data_dir)["splits"]
+        if split not in splits:
+            raise ValueError(f"{data_dir} has no split {split!r}; it has {sorted(splits)}")
+        return [os.path.join(data_dir, name) for name in splits[split]["shards"]]
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _check_state(self, data_dir: str, state: dict) -> None:
+        path = os.path.join(data_dir, STATE)
+        if os.path.isfile(path):
+            with open(path) as f:
+                previous = json.load(f)
+            if previous != state:
+                raise ValueError(
+                    f"{data_dir} holds data of {previous['problem']} with options "
+                    f"{previous['options']}, not {state['problem']} with {state['options']}; "
+                    "use another --data_dir"
+                )
+
+    def _vocabulary(self, data_dir: str, options: dict[str, Any]) -> Tokenizer:
+        vocab_type, vocab_size = self.vocab_settings(options)
+        if vocab_type not in VOCAB_TYPES:
+            raise ValueError(f"problem {self.name}: vocab_type {vocab_type!r} not in {VOCAB_TYPES}")
+        if os.path.isfile(vocab_path(data_dir, vocab_type)):
+            logging.info("%s: vocabulary exists, reusing it", self.name)
+        else:
+            logging.info("%s: training a %s vocabulary of %d", self.name, vocab_type, vocab_size)
+            words = self.vocab_words(options)
+            build_vocab(data_dir, vocab_type, self.vocab_texts(options), vocab_size, words=words)
+        return self.tokenizer(data_dir)
+
+
+def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(options, default=str))
+
+
+def _vocab_entry(tokenizer: Tokenizer, vocab_type: str) -> dict:
+    with open(tokenizer.path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    return {
+        "type": vocab_type,
+        "file": os.path.basename(tokenizer.path),
+        "size": tokenizer.vocab_size,
+        "sha256": digest,
+    }
+
+
+def read_metadata(data_dir: str) -> dict:
+    """metadata.json of a finished data_dir; a clear error if datagen has not finished there."""
+    path = os.path.join(data_dir, METADATA)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"{path} not found: datagen has not finished in {data_dir}; "
+            "run t2t-datagen --problem=... --data_dir=... (rerunning completes an interrupted run)"
+        )
+    with open(path) as f:
+        return json.load(f)
+
+
+# --- registry ----------------------------------------------------------------------------------
+
+PROBLEMS: Registry[type[Problem]] = Registry("problem")
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def register_problem(
+    name_or_class: str | type[Problem] | None = None,
+) -> Callable[[type[Problem]], type[Problem]] | type[Problem]:
+    """Registers a Problem subclass: `@register_problem("my_problem")` or bare
+    `@register_problem` (uses the class's `name`, else its name in snake_case)."""
+
+    def decorate(cls: type[Problem], name: str | None) -> type[Problem]:
+        if not (isinstance(cls, type) and issubclass(cls, Problem)):
+            raise TypeError(f"register_problem expects a Problem subclass, got {cls!r}")
+        name = name or cls.__dict__.get("name") or _snake_case(cls.__name__)
+        cls.name = name
+        PROBLEMS.add(name, cls)
+        return cls
+
+    if isinstance(name_or_class, type):
+        return decorate(name_or_class, None)
+    return lambda cls: decorate(cls, name_or_class)
+
+
+def get_problem(name: str) -> Problem:
+    """An instance of the registered problem `name` (KeyError with close names otherwise)."""
+    return PROBLEMS.get(name)()
+
+
+def import_usr_dir(path: str) -> None:
+    """Imports the user's Python package or module at `path` so its problems register.
+
+    `path` is a folder with an `__init__.py` or a single `.py` file. Its import errors propagate.
+    """
+    path = os.path.abspath(os.path.expanduser(path.rstrip("/")))
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"--usr_dir {path} does not exist")
+    parent, module = os.path.split(path)
+    module = module.removesuffix(".py")
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
+        raise ValueError(f"--usr_dir {path} is a folder without __init__.py")
+    if not module.isidentifier():
+        raise ValueError(f"--usr_dir {path}: {module!r} is not a valid Python module name")
+    if module in sys.modules:
+        return
+    sys.path.insert(0, parent)
+    try:
+        importlib.import_module(module)
+    finally:
+        sys.path.remove(parent)

@@ -1,0 +1,103 @@
+"""Trains a vocabulary once and writes it atomically into the data directory.
+
+BPE is trained by the `sentencepiece` package; WordPiece by tensorflow-text's learner
+(`tensorflow_text.tools.wordpiece_vocab`, the library under `bert_vocab_from_dataset`), fed with
+whitespace-separated word counts so that pieces never cross a space.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import os
+from collections.abc import Iterable, Sequence
+
+import sentencepiece
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
+
+from t2t_lite import atomic_io
+from t2t_lite.text.tokenizers import RESERVED_TOKENS, UNK_ID, vocab_path
+
+# SentencePiece samples this many sentences to train on; enough for a 37k vocabulary.
+BPE_SAMPLE_SENTENCES = 2_000_000
+
+
+def build_bpe(path: str, texts: Iterable[str], vocab_size: int) -> None:
+    """Trains a SentencePiece BPE model with ids pad=0, EOS=1, unk=2 and no BOS."""
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type="bpe",
+        pad_id=0,
+        eos_id=1,
+        unk_id=UNK_ID,
+        bos_id=-1,
+        pad_piece=RESERVED_TOKENS[0],
+        eos_piece=RESERVED_TOKENS[1],
+        unk_piece=RESERVED_TOKENS[UNK_ID],
+        # European languages: keep every character rather than mapping rare ones to <unk>.
+        character_coverage=1.0,
+        input_sentence_size=BPE_SAMPLE_SENTENCES,
+        shuffle_input_sentence=True,
+        # Small corpora (tests, a user's few thousand lines) cannot reach a large size.
+        hard_vocab_limit=False,
+        num_threads=os.cpu_count() or 1,
+        minloglevel=2,
+    )
+    atomic_io.write_bytes(path, model.getvalue())
+
+
+def word_counts(texts: Iterable[str]) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    for text in texts:
+        counts.update(text.split())
+    return counts
+
+
+def build_wordpiece(path: str, texts: Iterable[str], vocab_size: int, min_count: int = 10) -> None:
+    """Learns a WordPiece vocabulary ("##" marks pieces inside a word) from whitespace words."""
+    counts = word_counts(texts)
+    tokens = wordpiece_tokenizer_learner_lib.learn(
+        list(counts.items()),
+        vocab_size,
+        list(RESERVED_TOKENS),
+        lower_thresh=min_count,
+        include_joiner_token=True,
+        joiner="##",
+    )
+    atomic_io.write_text(path, "".join(t + "\n" for t in tokens))
+
+
+def build_words(path: str, tokens: Sequence[str]) -> None:
+    """Writes a fixed word list after the reserved tokens."""
+    bad = [t for t in tokens if not t or t != t.strip() or len(t.split()) != 1]
+    if bad or len(set(tokens)) != len(tokens):
+        raise ValueError(f"word vocabulary needs unique tokens without whitespace, got {bad[:5]}")
+    atomic_io.write_text(path, "".join(t + "\n" for t in (*RESERVED_TOKENS, *tokens)))
+
+
+def build_vocab(
+    data_dir: str,
+    vocab_type: str,
+    texts: Iterable[str],
+    vocab_size: int,
+    words: Sequence[str] | None = None,
+) -> str:
+    """Trains the vocabulary of `vocab_type` ("bpe", "wordpiece", "words") and returns its path.
+
+    For "words", `words` is the fixed list (after the reserved tokens); if None the most
+    frequent `vocab_size - 3` whitespace words of `texts` are used.
+    """
+    path = vocab_path(data_dir, vocab_type)
+    if vocab_type == "bpe":
+        build_bpe(path, texts, vocab_size)
+    elif vocab_type == "wordpiece":
+        build_wordpiece(path, texts, vocab_size)
+    else:
+        if words is None:
+            counted = word_counts(texts).most_common(vocab_size - len(RESERVED_TOKENS))
+            words = [w for w, _ in counted]
+        build_words(path, words)
+    return path
