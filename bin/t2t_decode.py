@@ -1,0 +1,72 @@
+"""t2t-decode: translate (or score) lines with a trained model.
+
+    t2t-decode --output_dir=runs/ende --decode_from_file=newstest2014.en --decode_to_file=out.de
+    echo "Hello world." | t2t-decode --output_dir=runs/ende --beam_size=4 --alpha=0.6
+    t2t-decode --output_dir=runs/ende                     # interactive prompt on a terminal
+    t2t-decode --output_dir=runs/ende --decode_from_file=src.en --score_file=ref.de  # log-probs
+
+Reads the run's hparams.json and vocabulary, so decoding never disagrees with training. N lines
+in give N lines out (an empty line gives an empty line; nbest > 1 writes Moses n-best lines).
+"""
+
+from __future__ import annotations
+
+from absl import app, flags, logging
+
+from t2t_lite.decode_runner import DecodeConfig, run_decode
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("output_dir", None, "The training run's directory.", required=True)
+flags.DEFINE_string(
+    "checkpoint",
+    None,
+    "Checkpoint path or folder (default: newest of "
+    "output_dir/averaged and output_dir/checkpoints).",
+)
+flags.DEFINE_string("problem", None, "Problem (default: the run's).")
+flags.DEFINE_string("data_dir", None, "Folder holding the vocabulary (default: the run's).")
+flags.DEFINE_string("usr_dir", None, "Python package or .py file registering your own problems.")
+flags.DEFINE_string("decode_from_file", None, "Input lines (default: stdin, or a prompt).")
+flags.DEFINE_string("decode_to_file", None, "Output file, written atomically (default: stdout).")
+flags.DEFINE_string(
+    "score_file",
+    None,
+    "Target lines to score instead of decoding: writes log p(target line | input line) per line.",
+)
+flags.DEFINE_integer("beam_size", None, "Beam width (default: the problem's).", lower_bound=1)
+flags.DEFINE_float("alpha", None, "Length penalty exponent (default: the problem's).")
+flags.DEFINE_integer(
+    "extra_length",
+    None,
+    "Max output length = input length + this (default: the problem's).",
+    lower_bound=0,
+)
+flags.DEFINE_integer("nbest", 1, "Hypotheses per input line (<= beam_size).", lower_bound=1)
+flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bound=1)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    if FLAGS.usr_dir:
+        from t2t_lite.problems import import_usr_dir
+
+        import_usr_dir(FLAGS.usr_dir)
+    config = DecodeConfig(
+        **{
+            name: FLAGS[name].value
+            for name in DecodeConfig.__dataclass_fields__
+            if name in FLAGS  # every field is a flag of the same name
+        }
+    )
+    written = run_decode(config)
+    if config.decode_to_file:
+        logging.info("wrote %d lines to %s", written, config.decode_to_file)
+
+
+def run() -> None:
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

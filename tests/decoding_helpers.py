@@ -1,0 +1,116 @@
+"""Shared pieces of the decoding tests: a tiny model, scripted step functions and a NumPy
+exhaustive search to compare beam search against."""
+
+from __future__ import annotations
+
+import itertools
+
+import keras
+import numpy as np
+import tensorflow as tf
+from t2t_lite.hparams import get_hparams
+
+from t2t_lite.model import Transformer
+
+TINY = (
+    "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2,"
+    "max_positions=32,dropout=0.0"
+)
+
+
+def tiny_model(vocab_size: int, seed: int = 0, overrides: str = "") -> Transformer:
+    """A random 1+1-layer Transformer with d_model 16; `overrides` like ",max_positions=8"."""
+    keras.utils.set_random_seed(seed)
+    model = Transformer(get_hparams("transformer_tiny", TINY + overrides), vocab_size)
+    model.build()
+    return model
+
+
+def np_log_softmax(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def lp(length: int, alpha: float) -> float:
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def all_hypotheses(vocab_size: int, max_length: int) -> list[tuple[int, ...]]:
+    """Every sequence search can produce: tokens 2..V-1 then EOS (1), or max_length tokens."""
+    tokens = range(2, vocab_size)
+    hyps = []
+    for n in range(max_length):
+        hyps += [p + (1,) for p in itertools.product(tokens, repeat=n)]
+    hyps += list(itertools.product(tokens, repeat=max_length))
+    return hyps
+
+
+def scripted_step_fn(table: np.ndarray):
+    """A step function reading logits from table [batch, steps, prev_token, vocab]: the logits
+    at position i depend on the sentence, i and the previous token. Returns (step_fn, cache,
+    calls) where calls[0] counts the steps taken (eager mode)."""
+    table = tf.constant(table, tf.float32)
+    calls = [0]
+
+    def step_fn(ids, index, cache):
+        calls[0] += 1
+        rows = cache["row"]  # [batch * beams]
+        where = tf.stack([rows, tf.fill(tf.shape(rows), index), ids], axis=1)
+        return tf.gather_nd(table, where), cache
+
+    batch = table.shape[0]
+    return step_fn, {"row": tf.range(batch)}, calls
+
+
+def table_log_prob(table: np.ndarray, row: int, hyp: tuple[int, ...]) -> float:
+    """log p(hyp) under a scripted table, with pad made impossible (not renormalized)."""
+    total, prev = 0.0, 0
+    for i, token in enumerate(hyp):
+        total += np_log_softmax(table[row, i, prev])[token]
+        prev = token
+    return total
+
+
+def reference_nbest(score_fn, hyps, alpha: float) -> list[tuple[float, tuple[int, ...]]]:
+    """Exhaustive search: (log_prob / lp, hyp) for every hypothesis, best first."""
+    scored = [(score_fn(h) / lp(len(h), alpha), h) for h in hyps]
+    return sorted(scored, key=lambda s: -s[0])
+
+
+def padded(hyp: tuple[int, ...], length: int) -> list[int]:
+    return list(hyp) + [0] * (length - len(hyp))
+
+
+def check_one_eos(ids: np.ndarray, eos_id: int = 1) -> None:
+    """Every hypothesis in ids [..., length] holds at most one EOS, at its last real token, and
+    zeros only after its end."""
+    for hyp in ids.reshape(-1, ids.shape[-1]).tolist():
+        real = [t for t in hyp if t != 0]
+        assert hyp[: len(real)] == real, f"zero inside a hypothesis: {hyp}"
+        assert real.count(eos_id) <= 1 and (eos_id not in real or real[-1] == eos_id), hyp
+
+
+def eos_after_input(step_fn, cache, inputs, slope: float = 1.0, vocab_size: int = 11):
+    """Wraps a random model's step function so that EOS grows likely once the output is as long
+    as the input: outputs then end at varied lengths, or run to the maximum. The input lengths
+    ride in the cache, so beam search must tile and reorder a nested cache correctly."""
+    lengths = tf.reduce_sum(tf.cast(tf.not_equal(inputs, 0), tf.float32), axis=1)  # [batch]
+    eos = tf.one_hot(1, vocab_size)
+
+    def biased(ids, index, state):
+        logits, inner = step_fn(ids, index, state["model"])
+        bias = slope * (tf.cast(index + 1, tf.float32) - state["length"])  # --> [rows]
+        return logits + bias[:, None] * eos, {"model": inner, "length": state["length"]}
+
+    return biased, {"model": cache, "length": lengths}
+
+
+def random_inputs(batch: int, max_length: int, vocab_size: int, seed: int) -> np.ndarray:
+    """[batch, max_length + 1] zero-padded ids of 1..max_length random tokens then EOS."""
+    rng = np.random.default_rng(seed)
+    inputs = np.zeros((batch, max_length + 1), np.int32)
+    for row, n in enumerate(rng.integers(1, max_length + 1, size=batch)):
+        inputs[row, :n] = rng.integers(2, vocab_size, size=n)
+        inputs[row, n] = 1
+    return inputs
