@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from absl import app, flags, logging
+
 from t2t_lite.problems import get_problem, import_usr_dir
 
 FLAGS = flags.FLAGS

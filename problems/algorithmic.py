@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
+
 from t2t_lite.problems.base import DecodeDefaults, Problem, register_problem
 
 _SPLIT_SEEDS = {"train": 1, "dev": 2, "test": 3}

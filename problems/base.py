@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 
 import tensorflow as tf
 from absl import logging
-from t2t_lite.hparams import HParams
-from t2t_lite.problems import pipeline, shards
 
 from t2t_lite import atomic_io
+from t2t_lite.hparams import HParams
+from t2t_lite.problems import pipeline, shards
 from t2t_lite.registry import Registry
 from t2t_lite.text import Tokenizer, build_vocab, load_tokenizer, vocab_path
 

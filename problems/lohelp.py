@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from absl import logging
+
 from t2t_lite.problems.base import Problem, register_problem
 
 INSTALLED_HELP = "/usr/share/libreoffice/help"

@@ -9,6 +9,7 @@ padded to its bucket's largest length, so a compiled step sees few distinct shap
 from __future__ import annotations
 
 import tensorflow as tf
+
 from t2t_lite.hparams import HParams
 
 SHUFFLE_BUFFER = 10_000

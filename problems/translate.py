@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from t2t_lite.problems.base import Problem, register_problem
-
 from t2t_lite.text import check_parallel, read_parallel
 
 # The vocabulary is trained on at most this many pairs, taken evenly across the training data.

@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import get_problem, read_metadata
 

@@ -3,6 +3,7 @@
 import collections
 
 import pytest
+
 from t2t_lite.problems import get_problem, lohelp
 
 PAGE = """<!DOCTYPE html>

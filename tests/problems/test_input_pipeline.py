@@ -5,6 +5,7 @@ import collections
 import numpy as np
 import pytest
 import tensorflow as tf
+
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import pipeline
 from t2t_lite.problems.shards import serialize_example

@@ -3,6 +3,7 @@
 import textwrap
 
 import pytest
+
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import PROBLEMS, Problem, get_problem, import_usr_dir, register_problem
 
