@@ -288,35 +288,33 @@ def test_saved_model_cli_shows_and_runs(run, background, decoded):
     assert outputs.strip() == str(np.array([t.encode() for t in decoded[1][:2]], dtype=object))
 
 
+def _query(url: str, *flags: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    command = ["-m", "t2t_lite.bin.t2t_query", f"--server={url}", "--model=ende", *flags]
+    done = subprocess.run(
+        [sys.executable, *command], input=stdin, capture_output=True, env=ENV, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return done
+
+
 def test_t2t_query_through_rest_stand_in(run, loaded, decoded):
     stand_in = StandIn({"ende": saved_model_signatures(loaded)})
     with stand_in as url:
-        done = subprocess.run(
-            [sys.executable, "-m", "t2t_lite.bin.t2t_query", f"--server={url}", "--model=ende"]
-            + [f"--input_file={run['source']}", "--batch_size=40"],
-            capture_output=True,
-            env=ENV,
-            timeout=120,
-        )
-        nbest = subprocess.run(
-            [sys.executable, "-m", "t2t_lite.bin.t2t_query", f"--server={url}", "--model=ende"]
-            + ["--signature_name=nbest", "--request_format=inputs"],
-            input="\n".join(run["lines"][:3]).encode(),
-            capture_output=True,
-            env=ENV,
-            timeout=120,
-        )
-    assert done.returncode == 0, done.stderr.decode()
+        done = _query(url, f"--input_file={run['source']}", "--batch_size=40")
+        lines = "\n".join(run["lines"][:3]).encode()
+        nbest = _query(url, "--signature_name=nbest", "--request_format=inputs", stdin=lines)
+        example = _query(url, stdin="\n".join(run["lines"][-5:-3]).encode())
     assert done.stdout.decode("utf-8").split("\n")[:-1] == decoded[1]
     assert "input 100: truncated" in done.stderr.decode()  # the long line, reported
-    assert len(stand_in.requests) == 3 + 1  # 100 lines in batches of 40, then the n-best one
+    assert len(stand_in.requests) == 3 + 1 + 1  # 100 lines in batches of 40, then one each
     got = [line.split(" ||| ") for line in nbest.stdout.decode("utf-8").splitlines()]
     want = [line.split(" ||| ") for line in decoded[2][:6]]
     assert [g[:2] for g in got] == [w[:2] for w in want]
     np.testing.assert_allclose([float(g[2]) for g in got], [float(w[2]) for w in want], atol=2e-6)
-    # The README's example request and response are these.
-    print(json.dumps(stand_in.requests[-1][1], ensure_ascii=False))
-    print(json.dumps(stand_in.responses[-1][1], ensure_ascii=False))
+    assert example.stdout.decode("utf-8").splitlines() == decoded[1][-5:-3]
+    # README's example request and response (run with -s to see them).
+    for _, body in stand_in.requests[-1:] + stand_in.responses[-1:]:
+        print(json.dumps(body, ensure_ascii=False))
 
 
 def test_hostile_inputs_get_answers(run, loaded):
