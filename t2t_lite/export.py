@@ -33,11 +33,13 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from typing import Any
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from t2t_lite import decoding
 from t2t_lite.layers.masks import EOS_ID, PAD_ID
@@ -278,6 +280,7 @@ def write_saved_model(
     """Writes the SavedModel with the three signatures to `export_dir/<version>` atomically
     (see `write_version`) and returns that path. `info` (JSON-able: checkpoint, settings, ...)
     is stored with the version as assets.extra/t2t_export.json."""
+    start = time.monotonic()
     archive = keras.export.ExportArchive()
     archive.track(functions.model)
     archive.track(functions.tokenizer)  # its lookup tables or SentencePiece resource
@@ -285,13 +288,16 @@ def write_saved_model(
         archive.add_endpoint(name, fn, input_signature)
 
     def write(folder: str) -> None:
+        logging.info("tracing the signatures and writing them to %s", folder)
         archive.write_out(folder, verbose=False)
         extra = os.path.join(folder, "assets.extra")
         os.makedirs(extra, exist_ok=True)
         with open(os.path.join(extra, EXPORT_INFO), "w") as f:
             json.dump(info or {}, f, indent=2, sort_keys=True)
 
-    return write_version(export_dir, version, write)
+    path = write_version(export_dir, version, write)
+    logging.info("wrote %s in %.1f s", path, time.monotonic() - start)
+    return path
 
 
 def load_serving(
@@ -318,6 +324,7 @@ def load_serving(
     from t2t_lite.run_info import restore_model
 
     model, run, path = restore_model(output_dir, checkpoint)
+    logging.info("restored %s (problem %s, hparams %s)", path, run.problem, run.hparams_set)
     data_dir = data_dir or run.data_dir
     tokenizer = get_problem(run.problem).tokenizer(data_dir)
     if tokenizer.vocab_size != run.vocab_size:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -123,6 +124,7 @@ def run(tmp_path_factory):
         "num_encoder_layers=1,num_decoder_layers=1,d_model=32,d_ff=64,num_heads=2,"
         f"max_positions={MAX_POSITIONS}",
     )
+    keras.utils.set_random_seed(5)  # before any tokenizer of the tests exists (see _seed)
     model = Transformer(hparams, vocab_size)
     model.build()
     RunInfo("text2text", data_dir, "transformer_tiny", hparams, vocab_size).save(output_dir)
@@ -217,6 +219,17 @@ def test_export_layout_and_settings(run):
         vocab = f.read()
     with open(os.path.join(path, "saved_model.pb"), "rb") as f:
         assert vocab in f.read()
+
+
+def test_load_serving_defaults_and_errors(run):
+    functions, info = export.load_serving(run["output_dir"])
+    # text2text's decode defaults, as t2t-decode takes them; nbest defaults to the beam.
+    assert functions.settings == export.ServingSettings(4, 0.6, 50, MAX_POSITIONS, 4)
+    assert info["data_dir"] == run["data_dir"]
+    with pytest.raises(ValueError, match=r"--nbest must be in \[1, --beam_size=2\], got 3"):
+        export.load_serving(run["output_dir"], beam_size=2, nbest=3)
+    with pytest.raises(FileNotFoundError, match="hparams.json does not exist"):
+        export.load_serving(run["data_dir"])
 
 
 def test_fresh_process_translates_as_t2t_decode(run, background, decoded):
