@@ -36,9 +36,8 @@ class AlgorithmicProblem(Problem):
         "test_size": 500,
     }
 
-    @property
-    def vocab_size(self) -> int:  # type: ignore[override]
-        return self.default_options["num_symbols"] + 3
+    def vocab_settings(self, options: dict[str, Any]) -> tuple[str, int]:
+        return "words", options["num_symbols"] + 3
 
     def transform(self, symbols: np.ndarray) -> np.ndarray:
         raise NotImplementedError

@@ -64,6 +64,11 @@ class Problem:
     examples_per_shard: ClassVar[int] = 100_000
     default_options: ClassVar[dict[str, Any]] = {}
 
+    def __init__(self) -> None:
+        # What `prepare` may report about the raw data (e.g. pairs aligned, filtered); it goes
+        # into metadata.json.
+        self.raw_counts: dict[str, int] = {}
+
     # --- what subclasses provide -------------------------------------------------------------
 
     def splits(self, options: dict[str, Any]) -> tuple[str, ...]:
@@ -106,7 +111,7 @@ class Problem:
             default = self.default_options[key]
             if isinstance(value, str) and default is not None and not isinstance(default, str):
                 try:
-                    value = type(default)(value)
+                    value = _parse_option(value, type(default))
                 except ValueError:
                     raise ValueError(
                         f"problem {self.name} option {key} expects {type(default).__name__}, "
@@ -137,16 +142,21 @@ class Problem:
             **state,
             "vocab": _vocab_entry(tokenizer, self.vocab_settings(options)[0]),
             "metric": self.metric,
+            "max_lengths": {"inputs": self.max_input_length, "targets": self.max_target_length},
             "decode_defaults": dataclasses.asdict(self.decode_defaults),
-            # What the problem's own extraction reported (e.g. pairs aligned and filtered).
-            "raw_counts": dict(getattr(self, "raw_counts", {})),
+            "raw_counts": dict(self.raw_counts),
             "splits": {},
         }
         for split in self.splits(options):
             logging.info("%s: writing split %s", self.name, split)
             pairs = self.text_pairs(split, options)
             metadata["splits"][split] = shards.write_split(
-                data_dir, split, pairs, tokenizer, self.examples_per_shard
+                data_dir,
+                split,
+                pairs,
+                tokenizer,
+                self.examples_per_shard,
+                vocab_sha256=metadata["vocab"]["sha256"],
             )
             if not metadata["splits"][split]["examples"]:
                 raise ValueError(f"problem {self.name}: split {split} has no examples")
@@ -207,8 +217,27 @@ class Problem:
         else:
             logging.info("%s: training a %s vocabulary of %d", self.name, vocab_type, vocab_size)
             words = self.vocab_words(options)
-            build_vocab(data_dir, vocab_type, self.vocab_texts(options), vocab_size, words=words)
+            texts = _logged(self.vocab_texts(options), "vocabulary: %d texts read")
+            build_vocab(data_dir, vocab_type, texts, vocab_size, words=words)
         return self.tokenizer(data_dir)
+
+
+def _parse_option(text: str, kind: type) -> Any:
+    if kind is bool:  # bool("false") would be True
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(text)
+        return text.lower() in ("true", "1")
+    return kind(text)
+
+
+def _logged(texts: Iterator[str], message: str, every: int = 500_000) -> Iterator[str]:
+    """Passes texts through, logging a count now and then (vocabulary training is silent)."""
+    count = 0
+    for count, text in enumerate(texts, start=1):
+        if count % every == 0:
+            logging.info(message, count)
+        yield text
+    logging.info(message, count)
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:

@@ -183,9 +183,14 @@ def fetch_help(cache_dir: str, language_package: str) -> str:
                     f"apt-get download {package} failed ({result.stderr.strip()[-300:]}); "
                     f"install it, or pass --help_dir with an unpacked {INSTALLED_HELP}"
                 )
-        subprocess.run(
-            ["dpkg-deb", "-x", os.path.join(cache_dir, sorted(debs)[-1]), root], check=True
-        )
+        deb = os.path.join(cache_dir, sorted(debs)[-1])
+        unpack = subprocess.run(["dpkg-deb", "-x", deb, root], capture_output=True, text=True)
+        if unpack.returncode:
+            os.remove(deb)  # most likely a truncated download; the next run fetches it again
+            raise RuntimeError(
+                f"dpkg-deb -x {deb} failed ({unpack.stderr.strip()[-300:]}); "
+                "the file was removed, run datagen again"
+            )
         open(done, "w").close()
     return os.path.join(root, INSTALLED_HELP.lstrip("/"))
 

@@ -54,13 +54,13 @@ def _encode_all(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
 
 
 def _write_chunk(
-    data_dir: str, split: str, index: int, chunk: list[tuple[str, str]], tokenizer, seed: int
+    data_dir: str, split: str, index: int, chunk: list[tuple[str, str]], tokenizer, stamp: dict
 ) -> dict:
     """Tokenizes and writes one shard and then its statistics; returns the statistics."""
     kept = [(s, t) for s, t in chunk if s.strip() and t.strip()]
     inputs = _encode_all(tokenizer, [s for s, _ in kept])
     targets = _encode_all(tokenizer, [t for _, t in kept])
-    order = np.random.default_rng([seed, index]).permutation(len(kept))
+    order = np.random.default_rng([stamp["seed"], index]).permutation(len(kept))
     path = os.path.join(data_dir, shard_name(split, index))
     tmp = atomic_io.temporary_path(path)
     with tf.io.TFRecordWriter(tmp) as writer:
@@ -68,6 +68,7 @@ def _write_chunk(
             writer.write(serialize_example(inputs[i], targets[i]))
     atomic_io.commit(tmp, path)
     stats = {
+        **stamp,
         "shard": shard_name(split, index),
         "examples": len(kept),
         "skipped_empty": len(chunk) - len(kept),
@@ -84,29 +85,43 @@ def _chunks(pairs: Iterable[tuple[str, str]], size: int) -> Iterator[list[tuple[
         yield chunk
 
 
+def _finished_shard(data_dir: str, split: str, index: int, stamp: dict) -> dict | None:
+    """The statistics of a shard an earlier run finished with the same vocabulary, else None."""
+    stats_path = os.path.join(data_dir, _stats_name(split, index))
+    if not (
+        os.path.isfile(stats_path)
+        and os.path.isfile(os.path.join(data_dir, shard_name(split, index)))
+    ):
+        return None
+    with open(stats_path) as f:
+        stats = json.load(f)
+    return stats if all(stats.get(k) == v for k, v in stamp.items()) else None
+
+
 def write_split(
     data_dir: str,
     split: str,
     pairs: Iterable[tuple[str, str]],
     tokenizer: Tokenizer,
     examples_per_shard: int,
+    vocab_sha256: str,
     seed: int = 0,
 ) -> dict:
     """Writes (or finishes writing) one split; returns its summary for metadata.json.
 
-    Pairs with an empty side are skipped and counted. Progress goes to the absl log.
+    Pairs with an empty side are skipped and counted. A shard left by an earlier run is kept
+    only if it was finished with the same vocabulary (`vocab_sha256`) and seed. Progress goes
+    to the absl log.
     """
+    stamp = {"vocab_sha256": vocab_sha256, "seed": seed}
     shard_stats, start, written = [], time.monotonic(), 0
     for index, chunk in enumerate(_chunks(pairs, examples_per_shard)):
-        stats_path = os.path.join(data_dir, _stats_name(split, index))
-        if os.path.isfile(stats_path) and os.path.isfile(
-            os.path.join(data_dir, shard_name(split, index))
-        ):
-            with open(stats_path) as f:
-                shard_stats.append(json.load(f))
+        finished = _finished_shard(data_dir, split, index, stamp)
+        if finished:
+            shard_stats.append(finished)
             logging.info("%s: shard %d already written, skipped", split, index)
             continue
-        shard_stats.append(_write_chunk(data_dir, split, index, chunk, tokenizer, seed))
+        shard_stats.append(_write_chunk(data_dir, split, index, chunk, tokenizer, stamp))
         written += shard_stats[-1]["examples"]
         elapsed = time.monotonic() - start
         logging.info(

@@ -56,7 +56,15 @@ class Wmt14Problem(Problem):
                     self._train_pairs = stats.kept
         else:
             builder = self._tfds_builder(options)
-            builder.download_and_prepare()
+            try:
+                builder.download_and_prepare()
+            except Exception as e:  # tfds raises many kinds; all mean "no data this way"
+                raise RuntimeError(
+                    f"tensorflow-datasets could not prepare {builder.name}/"
+                    f"{self.tfds_config} ({type(e).__name__}: {str(e)[:300]}); offline, "
+                    f"pass --raw_dir with {{train,dev,test}}.{{{self.source_language},"
+                    f"{self.target_language}}} files"
+                ) from e
             # Known once prepared; mocked builders (tests) report no splits.
             splits = builder.info.splits
             self._train_pairs = splits["train"].num_examples if "train" in splits else None

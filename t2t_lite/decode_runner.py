@@ -51,13 +51,12 @@ class SearchOptions:
     @classmethod
     def resolve(cls, defaults: Any, **given: Any) -> SearchOptions:
         """The given values, with None taken from `defaults` (a problem's `decode_defaults`)."""
-        values = {
-            f.name: given.get(f.name)
-            if given.get(f.name) is not None
-            else getattr(defaults, f.name)
-            for f in dataclasses.fields(cls)
-            if given.get(f.name) is not None or hasattr(defaults, f.name)
-        }
+        values = {}
+        for field in dataclasses.fields(cls):
+            value = given.get(field.name)
+            values[field.name] = (
+                getattr(defaults, field.name, field.default) if value is None else value
+            )
         return cls(**values)
 
 
@@ -256,6 +255,9 @@ def _stdin_lines() -> Iterator[tuple[int, str]]:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise ValueError(f"{STDIN}:{number}: invalid UTF-8 at byte {e.start + 1}") from None
+        text = text.removesuffix("\n").removesuffix("\r")
+        if "\r" in text:  # the same rule as files (t2t_lite.text.lines)
+            raise ValueError(f"{STDIN}:{number}: carriage return inside a line (CR-only endings?)")
         yield number, (text.removeprefix("\ufeff") if number == 1 else text).strip()
 
 

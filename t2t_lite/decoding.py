@@ -299,9 +299,12 @@ def model_step_fn(
 
 def _output_lengths(model, inputs: tf.Tensor, extra_length: int | tf.Tensor) -> tf.Tensor:
     """[batch, source] ids --> [batch] maximum output lengths: the input length (EOS included)
-    plus `extra_length`, capped at the model's number of positions."""
+    plus `extra_length`, capped at the model's number of positions, and at least 1."""
     input_lengths = tf.reduce_sum(tf.cast(padding_mask(inputs), tf.int32), axis=1)
-    return tf.minimum(input_lengths + tf.cast(extra_length, tf.int32), model.hparams.max_positions)
+    lengths = tf.minimum(
+        input_lengths + tf.cast(extra_length, tf.int32), model.hparams.max_positions
+    )
+    return tf.maximum(lengths, 1)
 
 
 def translate_ids(

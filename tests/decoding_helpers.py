@@ -8,8 +8,8 @@ import itertools
 import keras
 import numpy as np
 import tensorflow as tf
-from t2t_lite.hparams import get_hparams
 
+from t2t_lite.hparams import get_hparams
 from t2t_lite.model import Transformer
 
 TINY = (

@@ -13,7 +13,14 @@ import tensorflow as tf
 from decoding_helpers import tiny_model
 
 from t2t_lite import decoding
-from t2t_lite.decode_runner import DecodeConfig, read_input, run_decode, token_batches
+from t2t_lite.decode_runner import (
+    DecodeConfig,
+    SearchOptions,
+    read_input,
+    run_decode,
+    token_batches,
+)
+from t2t_lite.problems import DecodeDefaults
 from t2t_lite.run_info import CHECKPOINT_DIR, RunInfo
 from t2t_lite.text import load_tokenizer
 
@@ -161,3 +168,11 @@ def test_cli_reads_stdin_writes_stdout(run_dir):
     assert len(out) == 4 and out[1] == "" and out[3] == ""
     assert out[2] == reference(model, tokenizer, "8", 2, 0.0, 5)[0]
     assert "sentences/s" in done.stderr
+
+
+def test_search_options_fall_back_to_problem_defaults():
+    defaults = DecodeDefaults(beam_size=1, alpha=0.0, extra_length=5)
+    options = SearchOptions.resolve(defaults, beam_size=3, alpha=None, extra_length=None, nbest=2)
+    assert options == SearchOptions(beam_size=3, alpha=0.0, extra_length=5, nbest=2)
+    with pytest.raises(ValueError, match="--nbest=2 must be in"):
+        SearchOptions.resolve(defaults, nbest=2)

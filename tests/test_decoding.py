@@ -85,10 +85,15 @@ def test_cached_search_equals_full_prefix_recomputation():
     np.testing.assert_array_equal(cached.ids.numpy(), recomputed.ids.numpy())
     np.testing.assert_allclose(cached.scores.numpy(), recomputed.scores.numpy(), atol=1e-5)
     check_one_eos(cached.ids.numpy())
-    # Every returned hypothesis carries the log-prob the full forward pass gives it.
-    rows = np.repeat(inputs, 4, axis=0)
-    rescored = decoding.score_ids(model, rows, tf.reshape(cached.ids, [12, -1])).numpy()
-    np.testing.assert_allclose(rescored, cached.log_probs.numpy().reshape(-1), atol=1e-5)
+    # Every returned hypothesis carries the log-prob that the full forward pass, with the same
+    # EOS bias added in NumPy, gives it.
+    rows, targets = np.repeat(inputs, 4, axis=0), cached.ids.numpy().reshape(12, -1)
+    logits = model({"inputs": rows, "targets": targets}).numpy()  # [12, 8, 11]
+    positions = np.arange(1, targets.shape[1] + 1)[None, :]  # the output length at each step
+    logits[:, :, 1] += positions - (rows > 0).sum(axis=1, keepdims=True)  # slope 1
+    token_lp = np.take_along_axis(np_log_softmax(logits), targets[..., None], -1)[..., 0]
+    rescored = np.where(targets > 0, token_lp, 0.0).sum(axis=1)
+    np.testing.assert_allclose(rescored, cached.log_probs.numpy().reshape(-1), atol=1e-4)
     # The model-level entry point agrees inside tf.function (a graph, as in an export).
     search = tf.function(
         lambda x, fast: decoding.translate_ids(
@@ -305,3 +310,28 @@ def test_bad_arguments_are_rejected():
         decoding.sample_search(step_fn, cache, 1, 2, temperature=1.0, top_p=0.0)
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_length"):
         decoding.beam_search(step_fn, cache, 1, 2, 0.6, 0)
+
+
+def test_search_survives_savedmodel_export(tmp_path):
+    """The search is core TF ops in a tf.while_loop: a SavedModel reloads it with equal outputs."""
+    model = tiny_model(vocab_size=11, seed=17)
+
+    class Serving(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.weights = model.variables  # tracked explicitly, for loaders without Keras
+
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
+        def search(self, inputs):
+            found = decoding.translate_ids(self.model, inputs, beam_size=3, extra_length=3)
+            return {"ids": found.ids, "scores": found.scores}
+
+    inputs = tf.constant(random_inputs(3, 4, 11, seed=8))
+    module = Serving()
+    expected = module.search(inputs)
+    tf.saved_model.save(module, str(tmp_path / "export"))
+    loaded = tf.saved_model.load(str(tmp_path / "export"))  # kept alive: it owns the variables
+    got = loaded.search(inputs)
+    np.testing.assert_array_equal(got["ids"].numpy(), expected["ids"].numpy())
+    np.testing.assert_allclose(got["scores"].numpy(), expected["scores"].numpy(), atol=1e-6)

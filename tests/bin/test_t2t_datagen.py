@@ -11,27 +11,36 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 def _datagen(*flags: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "t2t_lite.bin.t2t_datagen", *flags],
-        capture_output=True, text=True, env=ENV, timeout=300,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
     )
 
 
 def test_datagen_writes_and_reports(tmp_path):
     data_dir = str(tmp_path / "copy")
-    result = _datagen("--problem=algorithmic_copy", f"--data_dir={data_dir}",
-                      "--problem_options=train_size=300,dev_size=20,test_size=10")
+    result = _datagen(
+        "--problem=algorithmic_copy",
+        f"--data_dir={data_dir}",
+        "--problem_options=train_size=300,dev_size=20,test_size=10",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {
-        "train": 300, "dev": 20, "test": 10
+        "train": 300,
+        "dev": 20,
+        "test": 10,
     }
     assert "train: shard 0 done, 300 examples written" in result.stderr
     assert sorted(n for n in os.listdir(data_dir) if n.endswith(".tfrecord")) == [
-        "dev-00000.tfrecord", "test-00000.tfrecord", "train-00000.tfrecord"
+        "dev-00000.tfrecord",
+        "test-00000.tfrecord",
+        "train-00000.tfrecord",
     ]
 
 
 def test_datagen_rejects_flags_the_problem_does_not_take(tmp_path):
-    result = _datagen("--problem=algorithmic_copy", f"--data_dir={tmp_path}",
-                      "--train_src=a.txt")
+    result = _datagen("--problem=algorithmic_copy", f"--data_dir={tmp_path}", "--train_src=a.txt")
     assert result.returncode != 0
     assert "does not take option(s) ['train_src']" in result.stderr
     assert not os.listdir(tmp_path)

@@ -104,3 +104,14 @@ def test_make_dataset_before_datagen_finished(tmp_path):
         get_problem("algorithmic_copy").make_dataset(
             str(tmp_path), "train", get_hparams("transformer_tiny"), shuffle=False, repeat=False
         )
+
+
+def test_bool_options_parse_strictly():
+    class WithFlag(get_problem("algorithmic_copy").__class__):
+        default_options = {"lowercase": False}
+
+    problem = WithFlag()
+    assert problem.resolve_options({"lowercase": "false"}) == {"lowercase": False}
+    assert problem.resolve_options({"lowercase": "True"}) == {"lowercase": True}
+    with pytest.raises(ValueError, match="option lowercase expects bool, got 'yes please'"):
+        problem.resolve_options({"lowercase": "yes please"})

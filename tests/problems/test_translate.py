@@ -142,3 +142,14 @@ def test_text2text_missing_flag_and_file(tmp_path):
     paths["dev_tgt"] = str(tmp_path / "absent.txt")
     with pytest.raises(FileNotFoundError, match=r"--dev_tgt: file not found: .*absent\.txt"):
         get_problem("text2text").generate_data(str(tmp_path / "d"), **paths)
+
+
+def test_wmt14_without_tfds_data_points_to_raw_dir(tmp_path, monkeypatch):
+    def offline(self, *args, **kwargs):
+        raise ConnectionError("no route to host")
+
+    monkeypatch.setattr(tfds.core.DatasetBuilder, "download_and_prepare", offline)
+    out = tmp_path / "data"
+    with pytest.raises(RuntimeError, match=r"could not prepare .*de-en.*--raw_dir.*\.\{en,de\}"):
+        get_problem("wmt14_ende").generate_data(str(out), tfds_dir=str(tmp_path / "tfds"))
+    assert os.listdir(out) == []
