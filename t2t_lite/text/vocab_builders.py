@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import io
+import math
 import os
 from collections.abc import Iterable, Sequence
 
@@ -20,6 +21,8 @@ from t2t_lite.text.tokenizers import RESERVED_TOKENS, UNK_ID, vocab_path
 
 # SentencePiece samples this many sentences to train on; enough for a 37k vocabulary.
 BPE_SAMPLE_SENTENCES = 2_000_000
+# WordPiece learns from this many most frequent words.
+WORDPIECE_MAX_WORDS = 200_000
 
 
 def build_bpe(path: str, texts: Iterable[str], vocab_size: int) -> None:
@@ -56,17 +59,53 @@ def word_counts(texts: Iterable[str]) -> collections.Counter:
     return counts
 
 
-def build_wordpiece(path: str, texts: Iterable[str], vocab_size: int, min_count: int = 10) -> None:
-    """Learns a WordPiece vocabulary ("##" marks pieces inside a word) from whitespace words."""
-    counts = word_counts(texts)
-    tokens = wordpiece_tokenizer_learner_lib.learn(
-        list(counts.items()),
-        vocab_size,
-        list(RESERVED_TOKENS),
-        lower_thresh=min_count,
+def learn_wordpiece(counts: collections.Counter, vocab_size: int) -> list[str]:
+    """WordPiece tokens (reserved first) for whitespace-word counts, at most `vocab_size`.
+
+    Uses the learner of `tensorflow_text.tools.wordpiece_vocab` one threshold at a time
+    (`learn_with_thresh`: a token is kept if it covers at least `thresh` word occurrences). Its
+    own `learn` bisects that threshold linearly from the largest count, about 15 slow passes of
+    pure Python; bisecting geometrically and keeping only the most frequent words (rare words
+    barely move the counts) finds the same kind of vocabulary in about half the passes.
+    """
+    params = wordpiece_tokenizer_learner_lib.Params(
+        upper_thresh=None,
+        lower_thresh=1,
+        num_iterations=4,
+        max_input_tokens=WORDPIECE_MAX_WORDS,
+        max_token_length=50,
+        max_unique_chars=1000,
+        vocab_size=vocab_size,
+        slack_ratio=0.05,
         include_joiner_token=True,
         joiner="##",
+        reserved_tokens=list(RESERVED_TOKENS),
     )
+    lib = wordpiece_tokenizer_learner_lib
+    words = lib.get_input_words(list(counts.items()), params.reserved_tokens, 50)
+    words = lib.filter_input_words(words, lib.get_allowed_chars(words, 1000), WORDPIECE_MAX_WORDS)
+    low, high = 1, max((count for _, count in words), default=1)
+    best: list[str] = []
+    while low <= high:
+        thresh = max(low, min(high, round(math.sqrt(low * high))))
+        vocab = lib.learn_with_thresh(words, thresh, params)
+        if len(vocab) > vocab_size:
+            low = thresh + 1
+            continue
+        best = vocab if len(vocab) > len(best) else best
+        if vocab_size - len(vocab) <= params.slack_ratio * vocab_size:
+            break
+        high = thresh - 1
+    if not best:
+        raise ValueError(
+            f"WordPiece: even the characters of the text need more than {vocab_size} tokens"
+        )
+    return best
+
+
+def build_wordpiece(path: str, texts: Iterable[str], vocab_size: int) -> None:
+    """Learns a WordPiece vocabulary ("##" marks pieces inside a word) from whitespace words."""
+    tokens = learn_wordpiece(word_counts(texts), vocab_size)
     atomic_io.write_text(path, "".join(t + "\n" for t in tokens))
 
 
