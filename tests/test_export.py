@@ -43,36 +43,8 @@ SPECIAL = [
     "Привет, мир",
     " ".join(["the big red house"] * 30),  # longer than the model's positions: truncated
 ]
-FRESH_PROCESS = r"""
-import json, sys
-import tensorflow as tf
-from tensorflow.core.framework import op_def_pb2
-from tensorflow.python.client import pywrap_tf_session as c_api
-
-def registered():
-    buffer = c_api.TF_GetAllOpList()
-    try:
-        data = bytes(c_api.TF_GetBuffer(buffer))
-    finally:
-        c_api.TF_DeleteBuffer(buffer)
-    ops = op_def_pb2.OpList()
-    ops.ParseFromString(data)
-    return {op.name for op in ops.op}
-
-core = registered()
-import tensorflow_text  # registers the tokenizer ops
-text_ops = registered() - core
-model = tf.saved_model.load(sys.argv[1])
-with open(sys.argv[2], encoding="utf-8") as f:
-    lines = f.read().split("\n")[:-1]
-found = model.signatures["serving_default"](inputs=tf.constant(lines))
-json.dump({
-    "core": sorted(core),
-    "text": sorted(text_ops),
-    "outputs": [o.decode("utf-8") for o in found["outputs"].numpy()],
-    "scores": found["scores"].numpy().tolist(),
-}, sys.stdout)
-"""
+# Loads and translates with nothing of t2t_lite imported; lists the registered ops.
+FRESH_PROCESS = os.path.join(os.path.dirname(__file__), "fresh_process_translate.py")
 
 
 @pytest.fixture(autouse=True)
@@ -159,7 +131,7 @@ def background(run):
     """The subprocesses, started together: fresh-process load, saved_model_cli show and run."""
     path, cli = run["saved_model"], ("-m", "t2t_lite.bin.saved_model_cli")
     return {
-        "fresh": _run("-c", FRESH_PROCESS, path, run["source"]),
+        "fresh": _run(FRESH_PROCESS, path, run["source"]),
         "show": _run(*cli, "show", "--all", "--dir", path),
         "cli_run": _run(
             *cli,
