@@ -297,9 +297,10 @@ def test_t2t_query_through_rest_stand_in(run, loaded, decoded):
     assert [g[:2] for g in got] == [w[:2] for w in want]
     np.testing.assert_allclose([float(g[2]) for g in got], [float(w[2]) for w in want], atol=2e-6)
     assert example.stdout.decode("utf-8").splitlines() == decoded[1][-5:-3]
-    # README's example request and response (run with -s to see them).
-    for _, body in stand_in.requests[-1:] + stand_in.responses[-1:]:
-        print(json.dumps(body, ensure_ascii=False))
+    assert stand_in.requests[-1] == (
+        "/v1/models/ende:predict",
+        {"instances": ["  the cat sat on the mat  ", "der Hund läuft über die Straße"]},
+    )
 
 
 def test_hostile_inputs_get_answers(run, loaded):
