@@ -1,0 +1,61 @@
+"""t2t-query: translate lines with a model served by TF Serving (REST predict API).
+
+  echo "Ein kleiner Test." | t2t-query --server=localhost:8501 --model=ende
+  t2t-query --model=ende --input_file=newstest2014.de > out.en
+  t2t-query --model=ende --signature_name=nbest --input_file=in.de   # index ||| text ||| score
+
+N lines in give N lines out (n-best: n lines per input, in t2t-decode's Moses format).
+Inputs that the server truncated are reported on stderr. gRPC is not supported.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from absl import app, flags
+
+from t2t_lite import query
+
+_SERVER = flags.DEFINE_string("server", query.DEFAULT_SERVER, "TF Serving's REST address.")
+_MODEL = flags.DEFINE_string("model", None, "Served model name (MODEL_NAME).", required=True)
+_VERSION = flags.DEFINE_integer("version", None, "Model version; default: the newest served.")
+_SIGNATURE = flags.DEFINE_string(
+    "signature_name", None, "Signature: serving_default (default) or nbest."
+)
+_INPUT_FILE = flags.DEFINE_string("input_file", "-", "UTF-8 lines to translate; - is stdin.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Lines per request.", lower_bound=1)
+_FORMAT = flags.DEFINE_enum(
+    "request_format", "instances", query.REQUEST_FORMATS, "Row (instances) or column (inputs)."
+)
+_TIMEOUT = flags.DEFINE_float("timeout", 60.0, "Seconds to wait for each answer.")
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    try:
+        url = query.predict_url(_SERVER.value, _MODEL.value, _VERSION.value)
+        if _INPUT_FILE.value == "-":
+            stream, name = sys.stdin.buffer, "<stdin>"
+        else:
+            stream, name = open(_INPUT_FILE.value, "rb"), _INPUT_FILE.value  # noqa: SIM115
+        with stream:
+            rows = query.query_lines(
+                query.read_lines(stream, name),
+                url,
+                batch_size=_BATCH_SIZE.value,
+                signature_name=_SIGNATURE.value,
+                request_format=_FORMAT.value,
+                timeout=_TIMEOUT.value,
+            )
+            query.write_rows(rows)
+    except (OSError, ValueError, query.ServingError) as error:
+        sys.exit(f"t2t-query: {error}")
+
+
+def run() -> None:
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()
