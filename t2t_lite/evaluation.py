@@ -1,5 +1,5 @@
 """Evaluation during training: dev loss, perplexity and token accuracy, and optionally sacreBLEU
-of greedy decoding on a dev subset (when t2t_lite.decoding is installed)."""
+of greedy decoding on a dev subset."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from t2t_lite.layers.masks import EOS_ID, PAD_ID
 
@@ -38,9 +37,7 @@ def evaluate(trainer, dev_dataset, problem, config) -> dict[str, float]:
     }
     metrics["dev_perplexity"] = math.exp(min(metrics["dev_loss"], 700.0))
     if config.bleu_examples:
-        bleu = dev_bleu(trainer.model, problem, config)
-        if bleu is not None:
-            metrics["dev_bleu"] = bleu
+        metrics["dev_bleu"] = dev_bleu(trainer.model, problem, config)
     return {k: float(v) for k, v in metrics.items()}
 
 
@@ -55,16 +52,12 @@ def _strip(ids: np.ndarray) -> list[int]:
     return out
 
 
-def dev_bleu(model, problem, config) -> float | None:
-    """sacreBLEU of greedy decoding (beam 1) on the first `config.bleu_examples` dev examples;
-    None (logged) when t2t_lite.decoding or sacrebleu is not available."""
-    try:
-        import sacrebleu
+def dev_bleu(model, problem, config) -> float:
+    """sacreBLEU of greedy decoding (beam 1) on the first `config.bleu_examples` dev examples."""
+    import sacrebleu
 
-        from t2t_lite import decoding
-    except ImportError as e:
-        logging.warning("dev BLEU skipped: %s", e)
-        return None
+    from t2t_lite import decoding
+
     tokenizer = problem.tokenizer(config.data_dir)
     dataset = problem.make_dataset(
         config.data_dir, "dev", model.hparams, shuffle=False, repeat=False

@@ -62,10 +62,3 @@ def test_dev_bleu_scores_decoded_dev_examples(reverse_data, monkeypatch, reverse
         assert score == pytest.approx(100.0)
     else:
         assert 0.0 < score < 60.0
-
-
-def test_dev_bleu_without_decoding_is_skipped(reverse_data, monkeypatch):
-    problem, data_dir = reverse_data
-    monkeypatch.setitem(sys.modules, "t2t_lite.decoding", None)  # import fails
-    config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=5)
-    assert dev_bleu(None, problem, config) is None
