@@ -34,6 +34,23 @@ transformer_base_t2t = transformer_base.replace(
 transformer_parsing = transformer_base.replace(
     num_encoder_layers=4, num_decoder_layers=4, d_model=1024, max_length=512
 )
+# CPU-sized parsing (the GUM demo, `make demo-parse`): 3 + 3 layers of width 128, bfloat16
+# matmuls (about 1.5x float32 on this CPU), a short warmup because a CPU run makes few hundred
+# steps; linearized trees reach ~250 tokens, so max_length stays 256.
+transformer_parsing_small = transformer_base.replace(
+    num_encoder_layers=3,
+    num_decoder_layers=3,
+    d_model=128,
+    d_ff=512,
+    num_heads=4,
+    dropout=0.1,
+    batch_size=3072,
+    max_length=256,
+    warmup_steps=300,
+    train_steps=3000,
+    max_positions=512,
+    precision="mixed_bfloat16",
+)
 
 # Small sets for tests and CPU runs.
 transformer_tiny = transformer_base.replace(
@@ -68,6 +85,7 @@ PAPER_SETS = {
     "transformer_big_enfr": transformer_big_enfr,
     "transformer_base_t2t": transformer_base_t2t,
     "transformer_parsing": transformer_parsing,
+    "transformer_parsing_small": transformer_parsing_small,
     "transformer_tiny": transformer_tiny,
     "transformer_small": transformer_small,
 }

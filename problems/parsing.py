@@ -24,11 +24,15 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 from t2t_lite import atomic_io
+from t2t_lite.metrics.evalb import COLLINS
 from t2t_lite.problems.base import DecodeDefaults, Problem, register_problem
 from t2t_lite.problems.parsing_trees import (
+    DEFAULT_TAG,
+    Tree,
     delinearize,
     file_pairs,
     glob_files,
+    guess_tag,
     gum_files,
     normalized_trees,
     tree_to_string,
@@ -40,6 +44,8 @@ from t2t_lite.text import RESERVED_TOKENS
 # The paper's inference settings for parsing (section 6.3).
 PARSING_DECODE_DEFAULTS = DecodeDefaults(beam_size=21, alpha=0.3, extra_length=300)
 EVAL_SPLITS = ("dev", "test")
+# Pre-terminal tags EVALB deletes together with their words.
+_DELETED_TAGS = COLLINS.delete_labels - {"TOP", "-NONE-"}
 
 
 def source_file(split: str) -> str:
@@ -96,8 +102,9 @@ class TreebankProblem(Problem):
         return parsing_vocab(self.text_pairs("train", options), size)
 
     def postprocess(self, source: str, output: str) -> str:
-        """The decoded target as a one-line tree over exactly the words of `source`."""
-        return tree_to_string(delinearize(output, source.split()))
+        """The decoded target as a one-line tree over exactly the words of `source`
+        (`delinearize`, then `fix_punctuation_tags`)."""
+        return tree_to_string(fix_punctuation_tags(delinearize(output, source.split())))
 
     def generate_data(self, data_dir: str, **options: Any) -> dict:
         """Datagen as every problem, plus `{dev,test}.source.txt` and `{dev,test}.gold.trees`:
@@ -118,6 +125,30 @@ class TreebankProblem(Problem):
         trees = list(normalized_trees(self.tree_files(split, options)))
         atomic_io.write_text(sources, "".join(" ".join(t.leaves()) + "\n" for t in trees))
         write_trees(trees, gold)
+
+
+def fix_punctuation_tags(tree: Tree) -> Tree:
+    """Makes punctuation tags agree with the words, in place; returns `tree`.
+
+    EVALB (COLLINS.prm) deletes words tagged `,` `:` `` `` `''` `.` before counting, so a
+    predicted tree whose punctuation tags differ from the gold's has another length and EVALB
+    rejects the whole sentence. Unambiguous punctuation words get their Penn tag
+    (`guess_tag`), and a word with a letter or digit never keeps a punctuation tag (it becomes
+    `XX`); ambiguous marks such as `-` or `'` keep the model's tag.
+    """
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if not node.is_preterminal:
+            stack.extend(node.children)
+            continue
+        word = node.children[0]
+        guess = guess_tag(word)
+        if guess in _DELETED_TAGS:
+            node.label = guess
+        elif node.label in _DELETED_TAGS and any(c.isalnum() for c in word):
+            node.label = DEFAULT_TAG
+    return tree
 
 
 def parsing_vocab(pairs: Iterable[tuple[str, str]], vocab_size: int) -> list[str]:
