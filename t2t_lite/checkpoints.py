@@ -14,12 +14,13 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
+
+from t2t_lite import atomic_io
 
 STATE_FILE = "checkpoint"
 BEST_DIR = "best"
@@ -179,22 +180,12 @@ class BestKeeper:
             return False
         if self.save:
             self.manager.save(checkpoint_number=step)
-            write_json_atomic(
+            atomic_io.write_json(
                 os.path.join(self.directory, BEST_INFO),
                 {"metric": self.metric, "value": value, "step": step, "metrics": metrics},
             )
         self.best = value
         return True
-
-
-def write_json_atomic(path: str, values: dict) -> None:
-    """Writes JSON to a temporary file in the same folder, then renames it over `path`."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(values, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 # --- averaging ----------------------------------------------------------------------------------
@@ -243,7 +234,7 @@ def average_checkpoints(model, paths: list[str], output_directory: str) -> str:
         tf.train.Checkpoint(model=model), output_directory, max_to_keep=1
     )
     path = manager.save(checkpoint_number=checkpoint_step(paths[-1]))
-    write_json_atomic(
+    atomic_io.write_json(
         os.path.join(output_directory, "averaged.json"), {"checkpoints": paths, "output": path}
     )
     return path

@@ -66,7 +66,9 @@ class Trainer:
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
             self._accumulators = self._make_accumulators() if hparams.accum_steps > 1 else None
-        self.inner_optimizer._all_reduce_sum_gradients = list  # the step has reduced them
+        # The step has all-reduced the gradients; Keras' hook would sum them again. (Private
+        # API: the two-replica test fails, with updates twice too large, if Keras renames it.)
+        self.inner_optimizer._all_reduce_sum_gradients = list
         self._grads = tf.function(self._loss_and_grads, jit_compile=hparams.jit_compile)
         self.train_step = tf.function(self._train_step)
         self.eval_step = tf.function(self._eval_step, reduce_retracing=True)

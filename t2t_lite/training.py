@@ -95,7 +95,12 @@ class _StopSignal:
 
     def _handle(self, signum, frame):
         del frame
+        if self.received:  # a second signal: stop now, without a checkpoint
+            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
         self.received = signal.Signals(signum).name
+        logging.warning(
+            "%s: stopping after this step (send it again to stop at once)", self.received
+        )
 
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
@@ -157,8 +162,8 @@ def _configure(config: TrainConfig) -> None:
 def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, strategy=None) -> dict:
     """Trains to `config.train_steps`, resuming from output_dir/checkpoints if there are any.
 
-    Returns the last evaluation's metrics (with "step"). Raises NonFiniteError, CheckpointError
-    or ValueError (conflicting hparams.json) with messages naming the step or file.
+    Returns the last evaluation's metrics (with "step"). Raises NonFiniteError, CheckpointError,
+    ConflictingRunError or TrainingInterrupted, with messages naming the step, file or flag.
     """
     strategy = strategy or distribute.create_strategy("auto")
     _configure(config)
@@ -204,9 +209,13 @@ class _Loop:
         )
         self.stale_evals = 0
         self.skipped_steps = 0
-        summaries = os.path.join(config.output_dir, "summaries" if chief else ".summaries-tmp")
-        self.train_writer = tf.summary.create_file_writer(os.path.join(summaries, "train"))
-        self.dev_writer = tf.summary.create_file_writer(os.path.join(summaries, "dev"))
+        summaries = os.path.join(config.output_dir, "summaries")
+        self.train_writer, self.dev_writer = (
+            tf.summary.create_file_writer(os.path.join(summaries, name))
+            if chief
+            else tf.summary.create_noop_writer()
+            for name in ("train", "dev")
+        )
         self.last_metrics: dict = {}
 
     def run(self, iterator, start: int) -> dict:
@@ -233,7 +242,8 @@ class _Loop:
                     if self._evaluate(step):
                         break
         self.keeper.save(step)
-        self.train_writer.flush()
+        for writer in (self.train_writer, self.dev_writer):
+            writer.flush()
         return self.last_metrics
 
     def _check_step(self, step: int, result: dict) -> None:

@@ -97,6 +97,11 @@ def test_two_replicas_equal_one_device_with_the_same_global_batch():
     assert abs(result["two"]["grad_norm"] - result["one"]["grad_norm"]) < 1e-5
     assert result["max_delta"] > 1e-3
     assert result["max_delta_diff"] < 1e-6
+    # Per-replica accumulators (ON_READ variables) under two replicas: 2 replicas x 2 micro-batches
+    # equal one device with the four batches in one.
+    assert result["two_accum"]["target_tokens"] == result["one_all"]["target_tokens"]
+    assert abs(result["two_accum"]["loss"] - result["one_all"]["loss"]) < 1e-5
+    assert result["accum_delta_diff"] < 1e-6
 
 
 def test_mixed_float16_scales_the_loss_and_skips_overflow():

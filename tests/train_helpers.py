@@ -101,18 +101,22 @@ def mirrored_main() -> None:
     a, b = one_batch(problem, 0, 40, 9), one_batch(problem, 40, 7, 5)
     res2, deltas2, initial = step_once(two, SMOOTH_ADAM, [a, b])
     res1, deltas1, _ = step_once(one, SMOOTH_ADAM, [padded_concat(a, b)], initial)
-    diff = max(float(np.max(np.abs(x - y))) for x, y in zip(deltas1, deltas2, strict=True))
-    print(
-        json.dumps(
-            {
-                "replicas": two.num_replicas_in_sync,
-                "two": res2,
-                "one": res1,
-                "max_delta_diff": diff,
-                "max_delta": max(float(np.max(np.abs(x))) for x in deltas1),
-            }
-        )
+    # Two replicas accumulating two micro-batches each against one device with all four.
+    c, d = one_batch(problem, 60, 20, 7), one_batch(problem, 90, 3, 9)
+    res2a, deltas2a, _ = step_once(two, SMOOTH_ADAM + ",accum_steps=2", [a, b, c, d], initial)
+    res1a, deltas1a, _ = step_once(
+        one, SMOOTH_ADAM, [padded_concat(padded_concat(a, b), padded_concat(c, d))], initial
     )
+
+    def max_diff(xs, ys):
+        return max(float(np.max(np.abs(x - y))) for x, y in zip(xs, ys, strict=True))
+
+    print(json.dumps({
+        "replicas": two.num_replicas_in_sync, "two": res2, "one": res1,
+        "max_delta_diff": max_diff(deltas1, deltas2),
+        "max_delta": max(float(np.max(np.abs(x))) for x in deltas1),
+        "two_accum": res2a, "one_all": res1a, "accum_delta_diff": max_diff(deltas1a, deltas2a),
+    }))  # fmt: skip
 
 
 if __name__ == "__main__":
