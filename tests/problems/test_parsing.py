@@ -272,3 +272,24 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     )
     result = evaluate_files(str(tmp_path / "gold.trees"), str(tmp_path / "test.trees"))
     assert result.all.errors == 0 and result.all.sentences == 3
+
+
+def test_cpu_parsing_hparams_set_builds():
+    import numpy as np
+
+    from t2t_lite.hparams import get_hparams
+    from t2t_lite.model import Transformer
+
+    hparams = get_hparams("transformer_parsing_small")
+    paper = get_hparams("transformer_parsing")
+    assert (hparams.d_model, hparams.num_encoder_layers, hparams.precision) == (
+        128,
+        3,
+        "mixed_bfloat16",
+    )
+    assert hparams.max_length == 256 and paper.d_model == 1024
+    model = Transformer(hparams, 40)
+    features = {"inputs": np.array([[5, 6, 1, 0]]), "targets": np.array([[7, 8, 9, 1, 0]])}
+    logits = model(features, training=False)
+    assert logits.shape == (1, 5, 40) and logits.dtype == "float32"
+    assert np.isfinite(logits.numpy()).all()
