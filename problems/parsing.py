@@ -46,6 +46,8 @@ PARSING_DECODE_DEFAULTS = DecodeDefaults(beam_size=21, alpha=0.3, extra_length=3
 EVAL_SPLITS = ("dev", "test")
 # Pre-terminal tags EVALB deletes together with their words.
 _DELETED_TAGS = COLLINS.delete_labels - {"TOP", "-NONE-"}
+# Marks always tagged as quotes or `:` (whichever, EVALB deletes them), beyond `guess_tag`'s.
+_MORE_PUNCTUATION = {'"': "''", "\u201c": "``", "\u201d": "''", "\u2018": "``", "\u2026": ":"}
 
 
 def source_file(split: str) -> str:
@@ -143,7 +145,7 @@ def fix_punctuation_tags(tree: Tree) -> Tree:
             stack.extend(node.children)
             continue
         word = node.children[0]
-        guess = guess_tag(word)
+        guess = _MORE_PUNCTUATION.get(word) or guess_tag(word)
         if guess in _DELETED_TAGS:
             node.label = guess
         elif node.label in _DELETED_TAGS and any(c.isalnum() for c in word):

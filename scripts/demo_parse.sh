@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GUM_DIR=${GUM_DIR:-../shared/data/gum}
 DEMO_DIR=${DEMO_DIR:-/tmp/t2t_demo_parse}
-TRAIN_MINUTES=${TRAIN_MINUTES:-22}
+TRAIN_MINUTES=${TRAIN_MINUTES:-20}
 BEAM_SIZE=${BEAM_SIZE:-4}
 HPARAMS=${HPARAMS:-}
 BIN=.venv/bin

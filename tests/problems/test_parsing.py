@@ -293,3 +293,14 @@ def test_cpu_parsing_hparams_set_builds():
     logits = model(features, training=False)
     assert logits.shape == (1, 5, 40) and logits.dtype == "float32"
     assert np.isfinite(logits.numpy()).all()
+
+
+def test_fix_punctuation_tags():
+    from t2t_lite.problems.parsing import fix_punctuation_tags
+
+    tree = parse_tree('(S (NN ") (NP (. John)) (XX \u201d) (. -) (VP (, ,) (CD 3)))')
+    # Quotes get a quote tag, a word never keeps a punctuation tag, an ambiguous "-" keeps the
+    # model's tag, "," its own.
+    assert str(fix_punctuation_tags(tree)) == (
+        "(S ('' \") (NP (XX John)) ('' \u201d) (. -) (VP (, ,) (CD 3)))"
+    )
