@@ -25,6 +25,13 @@ OPTION_FLAGS = {
     "raw_dir": "Local raw files (WMT14: {train,dev,test}.{en,de|fr}; lohelp: .deb cache).",
     "tfds_dir": "tensorflow-datasets data_dir for the WMT14 builders.",
     "help_dir": "An unpacked /usr/share/libreoffice/help tree (lohelp problems).",
+    "ptb_dir": "Parsing (wsj_parsing*): WSJ section folders 00..24 of .mrg files.",
+    "silver_trees": "wsj_parsing_semi: glob of bracketed silver trees added to training.",
+    "gum_dir": "parsing_trees: GUM .ptb folder, split by document name.",
+    **{
+        f"{split}_trees": f"parsing_trees: glob(s) of {split} bracketed tree files."
+        for split in ("train", "dev", "test")
+    },
     **{
         f"{split}_{side}": f"text2text: {split} {'source' if side == 'src' else 'target'} file."
         for split in ("train", "dev", "test")

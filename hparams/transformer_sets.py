@@ -34,6 +34,26 @@ transformer_base_t2t = transformer_base.replace(
 transformer_parsing = transformer_base.replace(
     num_encoder_layers=4, num_decoder_layers=4, d_model=1024, max_length=512
 )
+# CPU-sized parsing (the GUM demo, `make demo-parse`): 3 + 3 layers of width 128, bfloat16
+# matmuls (about 1.5x float32 on this CPU). A CPU run makes only a few hundred updates in two or
+# three epochs: small batches for more updates, no dropout (no time to overfit), pre-norm and a
+# short warmup to a peak rate of about 3e-3 (post-norm stalled above 4e-3 here).
+transformer_parsing_small = transformer_base.replace(
+    num_encoder_layers=3,
+    num_decoder_layers=3,
+    d_model=128,
+    d_ff=512,
+    num_heads=4,
+    norm_position="pre",
+    dropout=0.0,
+    batch_size=2048,
+    max_length=256,
+    learning_rate=0.5,
+    warmup_steps=200,
+    train_steps=5000,
+    max_positions=512,
+    precision="mixed_bfloat16",
+)
 
 # Small sets for tests and CPU runs.
 transformer_tiny = transformer_base.replace(
@@ -68,6 +88,7 @@ PAPER_SETS = {
     "transformer_big_enfr": transformer_big_enfr,
     "transformer_base_t2t": transformer_base_t2t,
     "transformer_parsing": transformer_parsing,
+    "transformer_parsing_small": transformer_parsing_small,
     "transformer_tiny": transformer_tiny,
     "transformer_small": transformer_small,
 }

@@ -6,6 +6,7 @@ Every module that registers problems is imported here by name, so a broken one f
 from t2t_lite.problems import (  # noqa: F401  (each registers its problems)
     algorithmic,
     lohelp,
+    parsing,
     translate,
 )
 from t2t_lite.problems.base import (

@@ -96,6 +96,11 @@ class Problem:
         """For vocab_type "words": a fixed word list, or None to count words of `vocab_texts`."""
         return None
 
+    def postprocess(self, source: str, output: str) -> str:
+        """What `t2t-decode` writes for the decoded `output` of the input line `source`
+        (identity here; the parsing problems repair the linearized tree into a tree)."""
+        return output
+
     # --- the interface used by datagen, training, decoding and export ------------------------
 
     def resolve_options(self, options: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -127,13 +127,23 @@ class Translator:
     `score(sources, targets)` returns log p(target | source) per pair (None if either is empty).
     """
 
-    def __init__(self, model, tokenizer, options: SearchOptions, batch_tokens: int = 4096):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        options: SearchOptions,
+        batch_tokens: int = 4096,
+        postprocess: Callable[[str, str], str] | None = None,
+    ):
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
                 f"the tokenizer has {tokenizer.vocab_size} ids but the model {model.vocab_size}; "
                 "--data_dir must hold the vocabulary the model was trained with"
             )
         self.model, self.tokenizer, self.options = model, tokenizer, options
+        # (source line, decoded text) -> output text; a problem's `postprocess` (trees repaired
+        # over the source words for parsing).
+        self.postprocess = postprocess or (lambda source, output: output)
         self.batch_tokens = batch_tokens
         self.max_positions = model.hparams.max_positions
         spec = tf.TensorSpec([None, None], tf.int32)
@@ -185,7 +195,11 @@ class Translator:
             scores, log_probs = found.scores.numpy(), found.log_probs.numpy()  # [rows, nbest]
             for r, i in enumerate(rows):
                 results[i] = [
-                    Hypothesis(text.decode("utf-8"), float(score), float(log_prob))
+                    Hypothesis(
+                        self.postprocess(lines[i].strip(), text.decode("utf-8")),
+                        float(score),
+                        float(log_prob),
+                    )
                     for text, score, log_prob in zip(texts[r], scores[r], log_probs[r], strict=True)
                 ]
             progress.update(len(rows), int((ids[:, 0] > 0).sum()))
@@ -316,7 +330,7 @@ def load_translator(config: DecodeConfig) -> Translator:
     )
     logging.info("search: %s", options)
     tokenizer = problem.tokenizer(config.data_dir or info.data_dir)
-    return Translator(model, tokenizer, options, config.batch_tokens)
+    return Translator(model, tokenizer, options, config.batch_tokens, problem.postprocess)
 
 
 def interactive(translator: Translator) -> None:

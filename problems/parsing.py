@@ -1,0 +1,256 @@
+"""Constituency parsing problems: WSJ (section 6.3), WSJ + a silver corpus, any treebank files.
+
+Source: the sentence's words joined by spaces; target: the linearized tree of "Grammar as a
+Foreign Language" (`t2t_lite.problems.parsing_trees.linearize`), e.g.
+
+    John has a dog .  ->  (S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S
+
+The vocabulary is a "words" vocabulary shared by both sides: every target token of the training
+trees (tags, `(X`, `)X`) first, so that no tag or bracket is ever unknown, then the most frequent
+source words up to the vocabulary size; rarer words map to `<unk>`. Each target token is one id
+and each source word one id, so the i-th tag of the output belongs to the i-th word.
+
+Decoding is repaired by `postprocess` (`delinearize` with the source words): every output is a
+well-formed tree over exactly the sentence's words, which `t2t-evalb` scores against the gold
+trees that datagen writes beside the shards (`dev.gold.trees`, `test.gold.trees`, with their
+sources `dev.source.txt`, `test.source.txt`).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+from t2t_lite import atomic_io
+from t2t_lite.metrics.evalb import COLLINS
+from t2t_lite.problems.base import DecodeDefaults, Problem, register_problem
+from t2t_lite.problems.parsing_trees import (
+    DEFAULT_TAG,
+    Tree,
+    delinearize,
+    file_pairs,
+    glob_files,
+    guess_tag,
+    gum_files,
+    normalized_trees,
+    tree_to_string,
+    write_trees,
+    wsj_files,
+)
+from t2t_lite.text import RESERVED_TOKENS
+
+# The paper's inference settings for parsing (section 6.3).
+PARSING_DECODE_DEFAULTS = DecodeDefaults(beam_size=21, alpha=0.3, extra_length=300)
+EVAL_SPLITS = ("dev", "test")
+# Pre-terminal tags EVALB deletes together with their words.
+_DELETED_TAGS = COLLINS.delete_labels - {"TOP", "-NONE-"}
+# Marks always tagged as quotes or `:` (whichever, EVALB deletes them), beyond `guess_tag`'s.
+_MORE_PUNCTUATION = {'"': "''", "\u201c": "``", "\u201d": "''", "\u2018": "``", "\u2026": ":"}
+
+
+def source_file(split: str) -> str:
+    """Name of a split's source sentences (one per line) in the data_dir."""
+    return f"{split}.source.txt"
+
+
+def gold_file(split: str) -> str:
+    """Name of a split's normalized gold trees (one per line) in the data_dir."""
+    return f"{split}.gold.trees"
+
+
+class TreebankProblem(Problem):
+    """A parsing problem over bracketed tree files; subclasses say which files (`tree_files`).
+
+    Options common to all: `vocab_size` (0: the class's size).
+    """
+
+    vocab_type: ClassVar[str] = "words"
+    vocab_size: ClassVar[int] = 16000
+    metric: ClassVar[str] = "parse_f1"
+    decode_defaults: ClassVar[DecodeDefaults] = PARSING_DECODE_DEFAULTS
+    # Linearized trees are about three times as long as their sentences.
+    max_input_length: ClassVar[int] = 256
+    max_target_length: ClassVar[int] = 768
+
+    def tree_files(self, split: str, options: dict[str, Any]) -> list[str]:
+        """The bracketed files of a split, in order."""
+        raise NotImplementedError
+
+    def train_files(self, options: dict[str, Any]) -> list[str]:
+        """The files whose trees train the model (the vocabulary is counted on them too)."""
+        return self.tree_files("train", options)
+
+    def prepare(self, data_dir: str, options: dict[str, Any]) -> None:
+        # Resolve every split's files first, so a bad flag fails before anything is written.
+        for split in self.splits(options):
+            self.raw_counts[f"{split}_files"] = len(self._split_files(split, options))
+
+    def _split_files(self, split: str, options: dict[str, Any]) -> list[str]:
+        return self.train_files(options) if split == "train" else self.tree_files(split, options)
+
+    def text_pairs(self, split: str, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        return file_pairs(self._split_files(split, options))
+
+    def vocab_settings(self, options: dict[str, Any]) -> tuple[str, int]:
+        return "words", options.get("vocab_size") or self.vocab_size
+
+    def vocab_texts(self, options: dict[str, Any]) -> Iterator[str]:
+        return iter(())  # `vocab_words` reads the trees itself
+
+    def vocab_words(self, options: dict[str, Any]) -> list[str]:
+        _, size = self.vocab_settings(options)
+        return parsing_vocab(self.text_pairs("train", options), size)
+
+    def postprocess(self, source: str, output: str) -> str:
+        """The decoded target as a one-line tree over exactly the words of `source`
+        (`delinearize`, then `fix_punctuation_tags`)."""
+        return tree_to_string(fix_punctuation_tags(delinearize(output, source.split())))
+
+    def generate_data(self, data_dir: str, **options: Any) -> dict:
+        """Datagen as every problem, plus `{dev,test}.source.txt` and `{dev,test}.gold.trees`:
+        the inputs for `t2t-decode` and the references for `t2t-evalb`, in the same order."""
+        metadata = super().generate_data(data_dir, **options)
+        resolved = self.resolve_options(options)
+        for split in EVAL_SPLITS:
+            if split in self.splits(resolved):
+                self.write_eval_files(data_dir, split, resolved)
+        return metadata
+
+    def write_eval_files(self, data_dir: str, split: str, options: dict[str, Any]) -> None:
+        """Writes a split's sources and gold trees (skipped when both exist)."""
+        sources = os.path.join(data_dir, source_file(split))
+        gold = os.path.join(data_dir, gold_file(split))
+        if os.path.isfile(sources) and os.path.isfile(gold):
+            return
+        trees = list(normalized_trees(self.tree_files(split, options)))
+        atomic_io.write_text(sources, "".join(" ".join(t.leaves()) + "\n" for t in trees))
+        write_trees(trees, gold)
+
+
+def fix_punctuation_tags(tree: Tree) -> Tree:
+    """Makes punctuation tags agree with the words, in place; returns `tree`.
+
+    EVALB (COLLINS.prm) deletes words tagged `,` `:` `` `` `''` `.` before counting, so a
+    predicted tree whose punctuation tags differ from the gold's has another length and EVALB
+    rejects the whole sentence. Unambiguous punctuation words get their Penn tag
+    (`guess_tag`), and a word with a letter or digit never keeps a punctuation tag (it becomes
+    `XX`); ambiguous marks such as `-` or `'` keep the model's tag.
+    """
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if not node.is_preterminal:
+            stack.extend(node.children)
+            continue
+        word = node.children[0]
+        guess = _MORE_PUNCTUATION.get(word) or guess_tag(word)
+        if guess in _DELETED_TAGS:
+            node.label = guess
+        elif node.label in _DELETED_TAGS and any(c.isalnum() for c in word):
+            node.label = DEFAULT_TAG
+    return tree
+
+
+def parsing_vocab(pairs: Iterable[tuple[str, str]], vocab_size: int) -> list[str]:
+    """The word list of a parsing vocabulary of `vocab_size` ids (reserved tokens included).
+
+    All target tokens (tags and brackets) come first, most frequent first, then source words by
+    frequency (ties alphabetically, so the list is deterministic).
+
+    Raises:
+      ValueError: when `vocab_size` cannot hold the reserved and target tokens.
+    """
+    targets: collections.Counter[str] = collections.Counter()
+    sources: collections.Counter[str] = collections.Counter()
+    for source, target in pairs:
+        sources.update(source.split())
+        targets.update(target.split())
+
+    def by_count(counter: collections.Counter[str]) -> list[str]:
+        return [w for w, _ in sorted(counter.items(), key=lambda item: (-item[1], item[0]))]
+
+    words = by_count(targets)
+    room = vocab_size - len(RESERVED_TOKENS) - len(words)
+    if room < 0:
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small: the training trees have {len(words)} distinct "
+            f"tags and brackets, plus {len(RESERVED_TOKENS)} reserved ids"
+        )
+    seen = set(words)
+    words.extend([w for w in by_count(sources) if w not in seen][:room])
+    return words
+
+
+@register_problem("wsj_parsing")
+class WsjParsing(TreebankProblem):
+    """WSJ of the Penn Treebank: `--ptb_dir` with sections 02-21 train, 22 dev, 23 test."""
+
+    default_options: ClassVar[dict[str, Any]] = {"ptb_dir": None, "vocab_size": 0}
+
+    def tree_files(self, split: str, options: dict[str, Any]) -> list[str]:
+        if not options["ptb_dir"]:
+            raise ValueError(f"problem {self.name} needs --ptb_dir (the WSJ section folders)")
+        return wsj_files(os.path.expanduser(options["ptb_dir"]), split)
+
+
+@register_problem("wsj_parsing_semi")
+class WsjParsingSemi(WsjParsing):
+    """WSJ plus a silver corpus of parsed sentences for training (`--silver_trees`, a glob of
+    bracketed files, read as a stream); 32K vocabulary as in section 6.3."""
+
+    vocab_size: ClassVar[int] = 32000
+    default_options: ClassVar[dict[str, Any]] = {
+        "ptb_dir": None,
+        "silver_trees": None,
+        "vocab_size": 0,
+    }
+
+    def train_files(self, options: dict[str, Any]) -> list[str]:
+        if not options["silver_trees"]:
+            raise ValueError(f"problem {self.name} needs --silver_trees (a glob of tree files)")
+        silver = glob_files(os.path.expanduser(options["silver_trees"]), "--silver_trees")
+        return self.tree_files("train", options) + silver
+
+
+@register_problem("parsing_trees")
+class ParsingTrees(TreebankProblem):
+    """Any bracketed treebank: `--train_trees/--dev_trees/--test_trees` globs, or `gum_dir`
+    with GUM's deterministic document split (`dev_percent`, `test_percent`)."""
+
+    default_options: ClassVar[dict[str, Any]] = {
+        "train_trees": None,
+        "dev_trees": None,
+        "test_trees": None,
+        "gum_dir": None,
+        "dev_percent": 5,
+        "test_percent": 5,
+        "vocab_size": 0,
+    }
+
+    def splits(self, options: dict[str, Any]) -> tuple[str, ...]:
+        if options["gum_dir"]:
+            return ("train", "dev", "test")
+        return tuple(s for s in ("train", "dev", "test") if options[f"{s}_trees"])
+
+    def tree_files(self, split: str, options: dict[str, Any]) -> list[str]:
+        globs = {s: options[f"{s}_trees"] for s in ("train", "dev", "test")}
+        if options["gum_dir"]:
+            given = [f"--{s}_trees" for s, g in globs.items() if g]
+            if given:
+                raise ValueError(f"problem {self.name}: give gum_dir or {given}, not both")
+            return gum_files(
+                os.path.expanduser(options["gum_dir"]),
+                split,
+                dev_percent=options["dev_percent"],
+                test_percent=options["test_percent"],
+            )
+        if not globs["train"] or not (globs["dev"] or globs["test"]):
+            raise ValueError(
+                f"problem {self.name} needs --train_trees and --dev_trees (or --test_trees), "
+                "globs of bracketed tree files; or --problem_options=gum_dir=FOLDER"
+            )
+        if not globs[split]:
+            raise ValueError(f"problem {self.name}: no --{split}_trees given")
+        return glob_files(globs[split], f"--{split}_trees")

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `make demo-parse`: parse GUM end to end on the CPU in at most ~30 minutes.
+#   datagen (GUM's document split) -> t2t-train (time-bounded) -> t2t-decode (trees repaired
+#   over the source words) -> t2t-evalb against the gold test trees.
+# Settings (environment): GUM_DIR, DEMO_DIR, TRAIN_MINUTES, BEAM_SIZE, HPARAMS.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+GUM_DIR=${GUM_DIR:-../shared/data/gum}
+DEMO_DIR=${DEMO_DIR:-/tmp/t2t_demo_parse}
+TRAIN_MINUTES=${TRAIN_MINUTES:-20}
+BEAM_SIZE=${BEAM_SIZE:-4}
+HPARAMS=${HPARAMS:-}
+BIN=.venv/bin
+export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
+
+if [ ! -d "$GUM_DIR" ] || ! ls "$GUM_DIR"/*.ptb > /dev/null 2>&1; then
+    echo "demo-parse: skipped: no GUM trees (*.ptb) in $GUM_DIR (../shared/data is absent)"
+    exit 0
+fi
+start=$(date +%s)
+stamp() { echo "demo-parse: [$(( $(date +%s) - start ))s] $*"; }
+
+stamp "datagen into $DEMO_DIR/data"
+"$BIN/t2t-datagen" --problem=parsing_trees --data_dir="$DEMO_DIR/data" --gum_dir="$GUM_DIR" \
+    --problem_options=vocab_size=8000
+
+# Training stops at train_steps or after TRAIN_MINUTES, whichever comes first: on SIGTERM
+# t2t-train finishes its step, writes a checkpoint and exits 1 (timeout then returns 124).
+rm -rf "$DEMO_DIR/run"  # a fresh, timed run each time (the data is reused)
+stamp "training transformer_parsing_small for at most $TRAIN_MINUTES minutes"
+status=0
+timeout --signal=TERM "${TRAIN_MINUTES}m" "$BIN/t2t-train" --problem=parsing_trees \
+    --hparams_set=transformer_parsing_small --hparams="$HPARAMS" \
+    --data_dir="$DEMO_DIR/data" --output_dir="$DEMO_DIR/run" \
+    --eval_every=500 --eval_batches=10 --save_every=500 --log_every=50 || status=$?
+if [ "$status" -ne 0 ] && [ "$status" -ne 124 ]; then
+    echo "demo-parse: t2t-train failed with status $status" >&2
+    exit "$status"
+fi
+
+stamp "decoding the $(wc -l < "$DEMO_DIR/data/test.source.txt") test sentences (beam $BEAM_SIZE)"
+"$BIN/t2t-decode" --output_dir="$DEMO_DIR/run" --beam_size="$BEAM_SIZE" \
+    --decode_from_file="$DEMO_DIR/data/test.source.txt" \
+    --decode_to_file="$DEMO_DIR/test.decoded.trees"
+
+stamp "scoring with t2t-evalb"
+"$BIN/t2t-evalb" --gold="$DEMO_DIR/data/test.gold.trees" --test="$DEMO_DIR/test.decoded.trees" \
+    --summary_only --max_errors=-1
+stamp "done"

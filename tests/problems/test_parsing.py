@@ -1,0 +1,306 @@
+"""The parsing problems (problems/parsing.py): datagen on literal trees, vocabulary, repair."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import tensorflow as tf
+
+from t2t_lite.metrics.evalb import evaluate_files
+from t2t_lite.problems import get_problem, read_metadata
+from t2t_lite.problems.parsing import parsing_vocab
+from t2t_lite.problems.pipeline import parse_examples
+from t2t_lite.text import load_tokenizer
+from t2t_lite.trees import parse_tree, read_trees
+
+GUM_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "gum")
+
+TRAIN = """( (S (NP-SBJ (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .)) )
+( (S (NP-SBJ-1 (PRP We)) (VP (VBD left) (NP (-NONE- *T*-1))) (. .)) )
+"""
+DEV = "(ROOT (S (NP (DT The) (NN dog)) (VP (VBD barked))))\n"
+TEST = """(TOP (FRAG (NP (NNP Mary)) (. !)))
+( (S (NP (PRP It)) (VP (VBZ works))) )
+"""
+# Sources and targets the problem must write, in file order.
+EXPECTED = {
+    "train": [
+        ("John has a dog .", "(S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S"),
+        ("We left .", "(S (NP PRP )NP (VP VBD )VP . )S"),
+    ],
+    "dev": [("The dog barked", "(S (NP DT NN )NP (VP VBD )VP )S")],
+    "test": [
+        ("Mary !", "(FRAG (NP NNP )NP . )FRAG"),
+        ("It works", "(S (NP PRP )NP (VP VBZ )VP )S"),
+    ],
+}
+UNSEEN = {  # how the shards read back: words and labels unseen in training are <unk>
+    "dev": {"The dog barked": ("<unk> dog <unk>", "(S (NP DT NN )NP (VP VBD )VP )S")},
+    "test": {
+        "Mary !": ("<unk> <unk>", "<unk> (NP NNP )NP . <unk>"),
+        "It works": ("<unk> <unk>", "(S (NP PRP )NP (VP VBZ )VP )S"),
+    },
+}
+
+
+def _read_split(data_dir: str, split: str) -> list[tuple[str, str]]:
+    """Every example of a split's shards, decoded back to text (EOS dropped)."""
+    problem = get_problem("parsing_trees")
+    tokenizer = load_tokenizer(data_dir)
+    out = []
+    for path in problem.split_files(data_dir, split):
+        for record in tf.data.TFRecordDataset(path).batch(64):
+            parsed = parse_examples(record)
+            for name in ("inputs", "targets"):
+                assert all(row[-1] == 1 for row in parsed[name].to_list())  # EOS last
+            sources = tokenizer.decode(parsed["inputs"]).numpy()
+            targets = tokenizer.decode(parsed["targets"]).numpy()
+            out += [(s.decode(), t.decode()) for s, t in zip(sources, targets, strict=True)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def tree_files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("trees")
+    for name, text in (("train", TRAIN), ("dev", DEV), ("test", TEST)):
+        (root / f"{name}.mrg").write_text(text)
+    return root
+
+
+def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
+    data_dir = str(tmp_path / "data")
+    metadata = get_problem("parsing_trees").generate_data(
+        data_dir,
+        train_trees=str(tree_files / "train.mrg"),
+        dev_trees=str(tree_files / "dev.mrg"),
+        test_trees=str(tree_files / "test.mrg"),
+    )
+    assert metadata["metric"] == "parse_f1"
+    assert metadata["decode_defaults"] == {"beam_size": 21, "alpha": 0.3, "extra_length": 300}
+    assert metadata["vocab"]["type"] == "words"
+    for split, pairs in EXPECTED.items():
+        # Shards are shuffled within themselves, so compare as sorted lists.
+        # Words never seen in training come back as <unk> (the source text files keep them).
+        expected = [UNSEEN.get(split, {}).get(s, (s, t)) for s, t in pairs]
+        assert sorted(_read_split(data_dir, split)) == sorted(expected)
+    # Sources and gold trees for t2t-decode / t2t-evalb, in file order.
+    with open(os.path.join(data_dir, "test.source.txt")) as f:
+        assert f.read() == "Mary !\nIt works\n"
+    gold = [str(t) for t in read_trees(os.path.join(data_dir, "test.gold.trees"))]
+    assert gold == ["(FRAG (NP (NNP Mary)) (. !))", "(S (NP (PRP It)) (VP (VBZ works)))"]
+    # Rerunning is a no-op that keeps the files.
+    again = get_problem("parsing_trees").generate_data(
+        data_dir,
+        train_trees=str(tree_files / "train.mrg"),
+        dev_trees=str(tree_files / "dev.mrg"),
+        test_trees=str(tree_files / "test.mrg"),
+    )
+    assert again == read_metadata(data_dir)
+
+
+def test_vocabulary_puts_every_target_token_first():
+    pairs = EXPECTED["train"] + EXPECTED["test"]
+    # The 15 distinct target tokens by count, ties by name; then 2 source words ("." is a tag
+    # already), all seen once, alphabetically.
+    assert parsing_vocab(pairs, vocab_size=3 + 15 + 2) == [
+        "(NP", ")NP",
+        "(S", "(VP", ")S", ")VP", ".",
+        "NNP", "PRP", "VBZ",
+        "(FRAG", ")FRAG", "DT", "NN", "VBD",
+        "!", "It",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="vocab_size=10 is too small.*15 distinct"):
+        parsing_vocab(pairs, vocab_size=10)
+
+
+def _fake_wsj(root, sections=range(0, 25)) -> str:
+    for section in sections:
+        folder = root / f"{section:02d}"
+        folder.mkdir(parents=True)
+        (folder / f"wsj_{section:02d}01.mrg").write_text(
+            f"( (S (NP-SBJ (NNP S{section})) (VP (VBD ended)) (. .)) )\n"
+        )
+    return str(root)
+
+
+def test_wsj_parsing_sections_and_semi_silver(tmp_path):
+    ptb_dir = _fake_wsj(tmp_path / "wsj")
+    problem = get_problem("wsj_parsing")
+    options = problem.resolve_options({"ptb_dir": ptb_dir})
+    assert problem.vocab_settings(options) == ("words", 16000)
+    assert problem.decode_defaults.beam_size == 21
+    train = list(problem.text_pairs("train", options))
+    assert [s for s, _ in train] == [f"S{i} ended ." for i in range(2, 22)]
+    assert list(problem.text_pairs("test", options)) == [
+        ("S23 ended .", "(S (NP NNP )NP (VP VBD )VP . )S")
+    ]
+    silver = tmp_path / "silver.trees"
+    silver.write_text("(S (NP (PRP It)) (VP (VBD rained)))\n" * 3)
+    semi = get_problem("wsj_parsing_semi")
+    options = semi.resolve_options({"ptb_dir": ptb_dir, "silver_trees": str(silver)})
+    assert semi.vocab_settings(options) == ("words", 32000)
+    pairs = list(semi.text_pairs("train", options))
+    assert len(pairs) == 23 and pairs[-1] == ("It rained", "(S (NP PRP )NP (VP VBD )VP )S")
+    assert list(semi.text_pairs("dev", options)) == [
+        ("S22 ended .", "(S (NP NNP )NP (VP VBD )VP . )S")
+    ]
+
+
+def test_bad_options_name_the_flag(tmp_path, tree_files):
+    problem = get_problem("parsing_trees")
+    with pytest.raises(ValueError, match="needs --train_trees and --dev_trees"):
+        problem.generate_data(str(tmp_path / "a"))
+    with pytest.raises(ValueError, match=r"gum_dir or \['--train_trees'\], not both"):
+        problem.generate_data(
+            str(tmp_path / "b"), gum_dir=str(tmp_path), train_trees=str(tree_files / "x")
+        )
+    with pytest.raises(FileNotFoundError, match="--dev_trees=.*nothing"):
+        problem.generate_data(
+            str(tmp_path / "c"),
+            train_trees=str(tree_files / "train.mrg"),
+            dev_trees=str(tree_files / "nothing*.mrg"),
+        )
+    with pytest.raises(ValueError, match="wsj_parsing needs --ptb_dir"):
+        get_problem("wsj_parsing").generate_data(str(tmp_path / "d"))
+    with pytest.raises(FileNotFoundError, match="--ptb_dir=.*section folder .*/05"):
+        ptb_dir = _fake_wsj(tmp_path / "partial", sections=[2, 3, 4, 22, 23])
+        get_problem("wsj_parsing").generate_data(str(tmp_path / "e"), ptb_dir=ptb_dir)
+    with pytest.raises(ValueError, match="wsj_parsing_semi needs --silver_trees"):
+        get_problem("wsj_parsing_semi").generate_data(
+            str(tmp_path / "f"), ptb_dir=_fake_wsj(tmp_path / "full")
+        )
+
+
+WORDS = "John has a dog ."
+# (broken model output, the repaired tree postprocess must write)
+BROKEN = [
+    ("", "(S (XX John) (XX has) (XX a) (XX dog) (. .))"),  # empty
+    (  # unbalanced: never closed
+        "(S (NP NNP (VP VBZ (NP DT NN",
+        "(S (NP (NNP John) (VP (VBZ has) (NP (DT a) (NN dog)))) (. .))",
+    ),
+    (  # too many closing brackets; a closing bracket closes the innermost phrase
+        ")S (S (NP NNP )VP )NP (VP VBZ (NP DT NN )NP )VP . )S )S",
+        "(S (S (NP (NNP John))) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))",
+    ),
+    (  # too few leaves
+        "(S (NP NNP )NP (VP VBZ )VP )S",
+        "(S (NP (NNP John)) (VP (VBZ has)) (XX a) (XX dog) (. .))",
+    ),
+    (  # too many leaves, an empty phrase, two top-level pieces
+        "(NP NNP )NP (VP VBZ (ADJP )ADJP (NP DT NN NN NN )NP )VP . . .",
+        "(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog) (. .))))",
+    ),
+    (  # punctuation tags that disagree with the words (EVALB would reject the sentence)
+        "(S (NP , )NP (VP VBZ (NP DT NN )NP )VP NN )S",
+        "(S (NP (XX John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))",
+    ),
+    ("<unk> <unk>", "(S (<unk> John) (<unk> has) (XX a) (XX dog) (. .))"),
+]
+
+
+@pytest.mark.parametrize("output, expected", BROKEN)
+def test_postprocess_repairs_broken_outputs(output, expected):
+    repaired = get_problem("parsing_trees").postprocess(WORDS, output)
+    assert repaired == expected
+    assert parse_tree(repaired).leaves() == WORDS.split()
+
+
+def test_repaired_outputs_score_with_evalb(tmp_path):
+    gold = tmp_path / "gold.trees"
+    test = tmp_path / "test.trees"
+    problem = get_problem("parsing_trees")
+    gold.write_text("(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))\n" * len(BROKEN))
+    test.write_text("".join(problem.postprocess(WORDS, out) + "\n" for out, _ in BROKEN))
+    result = evaluate_files(str(gold), str(test))
+    assert result.all.errors == 0 and result.all.skips == 0
+    # Gold: S, NP, VP, NP per sentence (punctuation deleted). Matched / test brackets per row:
+    # empty 1/1, unclosed 3/4, over-closed 4/5, too few 2/3, too many 4/4 (the extra "." is
+    # deleted), unk 1/1, punctuation tags fixed 4/4.
+    totals = (result.all.matched, result.all.gold_brackets, result.all.test_brackets)
+    assert totals == (19, 4 * len(BROKEN), 22)
+
+
+@pytest.mark.skipif(not os.path.isdir(GUM_DIR), reason="../shared/data/gum is absent")
+def test_gum_option_uses_the_document_split():
+    problem = get_problem("parsing_trees")
+    options = problem.resolve_options({"gum_dir": GUM_DIR})
+    assert problem.splits(options) == ("train", "dev", "test")
+    counts = {s: len(problem.tree_files(s, options)) for s in ("train", "dev", "test")}
+    assert counts == {"train": 254, "dev": 11, "test": 16}
+
+
+def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
+    """A random model's outputs (garbage tags and brackets) go through the problem's hook."""
+    import tensorflow as tf
+    from decoding_helpers import tiny_model
+
+    from t2t_lite.decode_runner import DecodeConfig, load_translator
+    from t2t_lite.run_info import CHECKPOINT_DIR, RunInfo
+
+    data_dir, output_dir = tmp_path / "data", tmp_path / "run"
+    data_dir.mkdir()
+    words = ["(S", ")S", "(NP", ")NP", "(VP", ")VP", "NNP", "VBZ", ".", "John", "has", "dog"]
+    (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>", *words]))
+    model = tiny_model(len(words) + 3, seed=5)
+    RunInfo("parsing_trees", str(data_dir), "transformer_tiny", model.hparams, 15).save(
+        str(output_dir)
+    )
+    tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), max_to_keep=1
+    ).save()
+    lines = ["John has a dog .", "", "dog", "John has John has John has ."]
+    config = DecodeConfig(str(output_dir), beam_size=2, extra_length=8)
+    translator = load_translator(config)  # what run_decode uses
+    problem = get_problem("parsing_trees")
+    assert translator.postprocess.__func__ is type(problem).postprocess
+    out = [h[0].text if h else "" for h in translator.translate(lines, ["in.txt"] * 4)]
+    assert out[1] == ""
+    # The slow path: the raw decoded sequences, repaired one by one.
+    translator.postprocess = lambda source, output: output
+    raw = [h[0].text if h else "" for h in translator.translate(lines, ["in.txt"] * 4)]
+    for line, got, sequence in zip(lines, out, raw, strict=True):
+        if line:
+            assert got == problem.postprocess(line, sequence)
+            assert parse_tree(got).leaves() == line.split()
+    # EVALB takes the non-empty ones as they are (no error sentences).
+    (tmp_path / "test.trees").write_text("\n".join(o for o in out if o) + "\n")
+    (tmp_path / "gold.trees").write_text(
+        "(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))\n(NP (NN dog))\n"
+        "(S (NP (NNP John)) (VP (VBZ has) (NNP John) (VBZ has) (NNP John) (VBZ has)) (. .))\n"
+    )
+    result = evaluate_files(str(tmp_path / "gold.trees"), str(tmp_path / "test.trees"))
+    assert result.all.errors == 0 and result.all.sentences == 3
+
+
+def test_cpu_parsing_hparams_set_builds():
+    import numpy as np
+
+    from t2t_lite.hparams import get_hparams
+    from t2t_lite.model import Transformer
+
+    hparams = get_hparams("transformer_parsing_small")
+    paper = get_hparams("transformer_parsing")
+    assert (hparams.d_model, hparams.num_encoder_layers, hparams.precision) == (
+        128,
+        3,
+        "mixed_bfloat16",
+    )
+    assert hparams.max_length == 256 and paper.d_model == 1024
+    model = Transformer(hparams, 40)
+    features = {"inputs": np.array([[5, 6, 1, 0]]), "targets": np.array([[7, 8, 9, 1, 0]])}
+    logits = model(features, training=False)
+    assert logits.shape == (1, 5, 40) and logits.dtype == "float32"
+    assert np.isfinite(logits.numpy()).all()
+
+
+def test_fix_punctuation_tags():
+    from t2t_lite.problems.parsing import fix_punctuation_tags
+
+    tree = parse_tree('(S (NN ") (NP (. John)) (XX \u201d) (. -) (VP (, ,) (CD 3)))')
+    # Quotes get a quote tag, a word never keeps a punctuation tag, an ambiguous "-" keeps the
+    # model's tag, "," its own.
+    assert str(fix_punctuation_tags(tree)) == (
+        "(S ('' \") (NP (XX John)) ('' \u201d) (. -) (VP (, ,) (CD 3)))"
+    )
