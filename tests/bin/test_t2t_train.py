@@ -1,0 +1,51 @@
+"""t2t-train and t2t-avg-checkpoints as a user runs them."""
+
+import os
+import subprocess
+import sys
+
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def _run(binary: str, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", f"t2t_lite.bin.{binary}", *flags],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+
+
+def test_train_resume_conflict_and_average(tmp_path):
+    from t2t_lite import problems
+    from t2t_lite.run_info import RunInfo
+
+    data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
+    problems.get_problem("algorithmic_reverse").generate_data(
+        data_dir, num_symbols=8, max_sequence_length=6, train_size=200, dev_size=20
+    )
+    flags = [
+        "--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
+        f"--data_dir={data_dir}", f"--output_dir={out}", "--train_steps=4", "--save_every=1",
+        "--eval_every=4", "--log_every=2", "--keep_checkpoints=3",
+    ]  # fmt: skip
+    trained = _run("t2t_train", *flags, "--hparams=num_encoder_layers=1,batch_size=256")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert "step 4/4 loss" in trained.stderr and "step 4 dev: dev_loss" in trained.stderr
+    assert RunInfo.load(out).hparams.num_encoder_layers == 1
+    assert sorted(os.listdir(os.path.join(out, "checkpoints")))[:3] == [
+        "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index",
+    ]  # fmt: skip
+
+    conflict = _run("t2t_train", *flags, "--hparams=num_encoder_layers=2,batch_size=256")
+    assert conflict.returncode == 1
+    assert "hparams.num_encoder_layers: 1 != 2" in conflict.stderr
+
+    averaged = _run("t2t_avg_checkpoints", f"--output_dir={out}", "--num_last=2")
+    assert averaged.returncode == 0, averaged.stderr[-3000:]
+    assert averaged.stdout.strip() == os.path.join(out, "averaged", "ckpt-4")
+    assert "averaged 2 checkpoints" in averaged.stderr
+
+    bad = _run("t2t_train", *flags, "--hparams=num_encoder_layer=1")
+    assert bad.returncode != 0 and "did you mean 'num_encoder_layers'" in bad.stderr

@@ -1,0 +1,126 @@
+"""Helpers for the training tests, also run as a script in subprocesses (a process's devices and
+TF_CONFIG are fixed before TensorFlow starts, and kill -9 needs a process of its own).
+
+  python tests/train_helpers.py train OUTPUT_DIR STEPS SAVE_EVERY [HPARAMS]
+  python tests/train_helpers.py mirrored   # prints JSON: 2-replica vs 1-device results
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fake_problem import FakeReverse  # noqa: E402
+
+# Adam's first update is about lr * sign(g); a large epsilon makes it smooth in g, so that two
+# ways of computing the same gradient give updates equal to rounding.
+SMOOTH_ADAM = "learning_rate_schedule=constant,learning_rate=0.1,adam_epsilon=1.0"
+
+
+def config(output_dir: str, steps: int, save_every: int, **kwargs):
+    from t2t_lite.training import TrainConfig
+
+    defaults = dict(eval_every=10**6, log_every=10, deterministic=True, seed=3)
+    return TrainConfig(
+        output_dir=output_dir,
+        data_dir="",
+        train_steps=steps,
+        save_every=save_every,
+        **{**defaults, **kwargs},
+    )
+
+
+def run_training(output_dir: str, steps: int, save_every: int, overrides: str = "", **kwargs):
+    from t2t_lite import training
+    from t2t_lite.hparams import get_hparams
+
+    hparams = get_hparams("transformer_tiny", overrides)
+    cfg = config(output_dir, steps, save_every, **kwargs)
+    return training.train(FakeReverse(), cfg, hparams, "transformer_tiny")
+
+
+def one_batch(problem: FakeReverse, start: int, count: int, width: int) -> dict:
+    """Examples [start, start+count) of the train split, trimmed to `width` positions."""
+    inputs, targets = problem.arrays("train")
+    sl = slice(start, start + count)
+    return {"inputs": inputs[sl, :width], "targets": targets[sl, :width]}
+
+
+def step_once(strategy, overrides: str, batches: list[dict], initial=None):
+    """One train_step of a fresh Trainer fed `batches` in order; returns (result, deltas,
+    initial weights)."""
+    import tensorflow as tf
+
+    from t2t_lite.hparams import get_hparams
+    from t2t_lite.train_step import Trainer
+
+    hparams = get_hparams("transformer_tiny", overrides)
+    trainer = Trainer(hparams, FakeReverse().vocab_size, strategy)
+    if initial is not None:
+        trainer.model.set_weights(initial)
+    before = trainer.model.get_weights()
+
+    def dataset_fn(context):
+        del context
+        ds = tf.data.Dataset.from_tensors(batches[0])
+        for batch in batches[1:]:
+            ds = ds.concatenate(tf.data.Dataset.from_tensors(batch))
+        return ds
+
+    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+    result = {k: float(v) for k, v in trainer.train_step(iterator).items()}
+    deltas = [a - b for a, b in zip(trainer.model.get_weights(), before, strict=True)]
+    return result, deltas, before
+
+
+def padded_concat(a: dict, b: dict) -> dict:
+    width = max(a["inputs"].shape[1], b["inputs"].shape[1])
+
+    def pad(x):
+        return np.pad(x, [[0, 0], [0, width - x.shape[1]]])
+
+    return {k: np.concatenate([pad(a[k]), pad(b[k])]) for k in ("inputs", "targets")}
+
+
+def mirrored_main() -> None:
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    from t2t_lite.distribute import create_strategy
+
+    two = create_strategy("mirrored")
+    one = tf.distribute.MirroredStrategy(devices=["/cpu:0"])
+    problem = FakeReverse()
+    # Different lengths and token counts per replica: a mean of per-replica means would differ.
+    a, b = one_batch(problem, 0, 40, 9), one_batch(problem, 40, 7, 5)
+    res2, deltas2, initial = step_once(two, SMOOTH_ADAM, [a, b])
+    res1, deltas1, _ = step_once(one, SMOOTH_ADAM, [padded_concat(a, b)], initial)
+    diff = max(float(np.max(np.abs(x - y))) for x, y in zip(deltas1, deltas2, strict=True))
+    print(
+        json.dumps(
+            {
+                "replicas": two.num_replicas_in_sync,
+                "two": res2,
+                "one": res1,
+                "max_delta_diff": diff,
+                "max_delta": max(float(np.max(np.abs(x))) for x in deltas1),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "train":
+        from absl import logging
+
+        logging.set_verbosity(logging.INFO)
+        overrides = sys.argv[5] if len(sys.argv) > 5 else ""
+        run_training(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), overrides)
+    elif sys.argv[1] == "mirrored":
+        mirrored_main()
