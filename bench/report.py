@@ -84,9 +84,12 @@ def _train_table(runs) -> list[str]:
     for dtype, m in ceilings.items():
         lines.append(f"| {dtype} | {_rate(m, 'gflops')} |")
     if flops:
-        lines += ["", f"Model FLOPs per target token of a training step: {flops / 1e6:.1f} M "
-                  "(`3 x t2t_lite.flops.forward_flops_per_token`, the same for every peer: one "
-                  "architecture)."]
+        lines += [
+            "",
+            f"Model FLOPs per target token of a training step: {flops / 1e6:.1f} M "
+            "(`3 x t2t_lite.flops.forward_flops_per_token`, the same for every peer: one "
+            "architecture).",
+        ]
     return lines
 
 
@@ -146,7 +149,7 @@ def markdown(runs, machine: str, load: list, minutes: float, settings: str) -> s
         "",
         *_train_table(runs),
         "",
-        "## Decoding (forced output length " f"{P.TARGET_LENGTH}, batch {P.BATCH})",
+        f"## Decoding (forced output length {P.TARGET_LENGTH}, batch {P.BATCH})",
         "",
         *_decode_table(runs),
         "",

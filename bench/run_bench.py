@@ -27,14 +27,13 @@ from dataclasses import dataclass, field
 from absl import app, flags
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
-import protocol as P  # noqa: E402
 import report  # noqa: E402
 
 from t2t_lite import atomic_io  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("parts", ["train", "decode", "pipeline"], "Which parts to run.")
-flags.DEFINE_list("only", [], "Only these peers (t2t_lite, matmul, model_garden, ...); all if empty.")
+flags.DEFINE_list("only", [], "Only these peers (t2t_lite, matmul, torch, ...).")
 flags.DEFINE_list("dtypes", ["float32", "bfloat16", "int8"], "Only these precisions.")
 flags.DEFINE_integer("reps", 3, "Repetitions: every measurement runs once per repetition.")
 flags.DEFINE_integer("steps", 6, "Timed calls per process (after --warmup untimed ones).")
@@ -42,6 +41,8 @@ flags.DEFINE_integer("warmup", 2, "Untimed calls per process (tracing, compilati
 flags.DEFINE_integer("timeout", 600, "Seconds before a measurement is abandoned.")
 flags.DEFINE_string("bench_dir", ".bench", "Folder of the peers' virtual environments.")
 flags.DEFINE_string("output", None, "Write the markdown report here (RESULTS.md).")
+flags.DEFINE_string("save_json", None, "Also write the raw results of this run here.")
+flags.DEFINE_list("from_json", [], "Merge the raw results of earlier runs into the report.")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -115,7 +116,8 @@ def run_one(m: Measurement) -> None:
         return
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        tail = next((x for x in reversed(lines) if "Error" in x), lines[-1]).strip()
         m.errors.append(f"exit {done.returncode}: {tail[:300]}")
         print(f"  {m.label} {m.task} {m.dtype}: FAILED {m.errors[-1]}", flush=True)
         return
@@ -140,9 +142,24 @@ def selected() -> list[Measurement]:
     return chosen
 
 
+def merge(runs: list[Measurement], path: str, load: list) -> None:
+    """Adds the results of an earlier run (its --save_json file) to `runs` and `load`."""
+    with open(path) as f:
+        saved = json.load(f)
+    by_key = {(m.peer, m.task, m.dtype): m for m in runs}
+    for item in saved["runs"]:
+        key = (item["peer"], item["task"], item["dtype"])
+        if key not in by_key:
+            by_key[key] = next(m for m in measurements() if (m.peer, m.task, m.dtype) == key)
+            runs.append(by_key[key])
+        by_key[key].results += item["results"]
+        by_key[key].errors += item["errors"]
+    load += [tuple(x) for x in saved["load"]]
+
+
 def main(argv: list[str]) -> None:
     del argv
-    runs = selected()
+    runs = selected() if FLAGS.reps else []
     load = [os.getloadavg()]
     started = time.time()
     for rep in range(FLAGS.reps):
@@ -153,6 +170,13 @@ def main(argv: list[str]) -> None:
             if not (m.venv and not os.path.exists(m.python())):
                 run_one(m)
         load.append(os.getloadavg())
+    if FLAGS.save_json:
+        saved = {"runs": [m.__dict__ for m in runs], "load": load}
+        atomic_io.write_text(FLAGS.save_json, json.dumps(saved, indent=1))
+    for path in FLAGS.from_json:
+        merge(runs, path, load)
+    order = {(m.peer, m.task, m.dtype): i for i, m in enumerate(measurements())}
+    runs.sort(key=lambda m: order[(m.peer, m.task, m.dtype)])
     text = report.markdown(
         runs,
         machine=report.machine(),

@@ -81,7 +81,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         build_model(folder)
         translator = ctranslate2.Translator(
-            folder, device="cpu", compute_type=args.dtype, inter_threads=1,
+            folder,
+            device="cpu",
+            compute_type=args.dtype,
+            inter_threads=1,
             intra_threads=args.threads,
         )
         lengths = []
@@ -96,7 +99,9 @@ def main() -> None:
             )
             lengths.append(sum(len(r.hypotheses[0]) for r in results))
 
-        seconds = P.time_calls(run, args.steps, args.warmup, f"ctranslate2 {args.task} {args.dtype}")
+        seconds = P.time_calls(
+            run, args.steps, args.warmup, f"ctranslate2 {args.task} {args.dtype}"
+        )
     # CTranslate2 returns the tokens without the final EOS; each output has TARGET_LENGTH
     # positions either way, which the check below makes sure of.
     if min(lengths) < P.BATCH * (P.TARGET_LENGTH - 1):

@@ -78,10 +78,12 @@ def train(args, source, target) -> None:
         with tf.GradientTape() as tape:
             loss = smoothed_loss(model(features, training=True), features["targets"])
         grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
-    seconds = P.time_calls(lambda: step().numpy(), args.steps, args.warmup, f"model_garden train {args.dtype}")
+    seconds = P.time_calls(
+        lambda: step().numpy(), args.steps, args.warmup, f"model_garden train {args.dtype}"
+    )
     P.report(seconds, version=tf.__version__)
 
 

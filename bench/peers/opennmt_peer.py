@@ -51,7 +51,11 @@ def features_and_labels():
     ids_in = np.concatenate([np.ones((P.BATCH, 1), np.int64), ids_out[:, :-1]], axis=1)
     lengths = np.full([P.BATCH], P.TARGET_LENGTH, np.int32)
     features = {"ids": tf.constant(source), "length": tf.constant(lengths)}
-    labels = {"ids": tf.constant(ids_in), "ids_out": tf.constant(ids_out), "length": lengths}
+    labels = {
+        "ids": tf.constant(ids_in),
+        "ids_out": tf.constant(ids_out),
+        "length": tf.constant(lengths),
+    }
     return features, labels
 
 
@@ -76,10 +80,12 @@ def main() -> None:
             loss, normalizer, _ = model.compute_loss(outputs, labels, training=True)
             loss = loss / tf.cast(normalizer, loss.dtype)
         grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
-    seconds = P.time_calls(lambda: step().numpy(), args.steps, args.warmup, f"opennmt train {args.dtype}")
+    seconds = P.time_calls(
+        lambda: step().numpy(), args.steps, args.warmup, f"opennmt train {args.dtype}"
+    )
     P.report(seconds, version=opennmt.__version__, tensorflow=tf.__version__)
 
 

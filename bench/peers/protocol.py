@@ -67,7 +67,9 @@ def time_calls(run: Callable[[], object], steps: int, warmup: int, label: str) -
         run()
         seconds.append(time.perf_counter() - start)
         rate = TARGET_TOKENS / seconds[-1]
-        print(f"{label}: {i + 1}/{steps} {seconds[-1]:.3f} s, {rate:,.0f} tokens/s", file=sys.stderr)
+        print(
+            f"{label}: {i + 1}/{steps} {seconds[-1]:.3f} s, {rate:,.0f} tokens/s", file=sys.stderr
+        )
     return seconds
 
 
