@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import statistics
 
 import protocol as P
 
@@ -127,6 +128,27 @@ def _pipeline_table(runs) -> list[str]:
     return lines
 
 
+def _breakdown_table(runs) -> list[str]:
+    found = [m for m in runs if m.task == "breakdown" and m.results]
+    if not found:
+        return []
+    lines = [
+        "",
+        "t2t_lite's training step broken into parts (median seconds per call, each "
+        "part its own tf.function, timed in turns; medians over runs):",
+        "",
+    ]
+    names = list(found[0].results[0]["parts"])
+    lines += [
+        "| part | " + " | ".join(m.dtype for m in found) + " |",
+        "|---|" + "---:|" * len(found),
+    ]
+    for name in names:
+        cells = [f"{statistics.median(r['parts'][name] for r in m.results):.3f}" for m in found]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(runs, machine: str, load: list, minutes: float, settings: str) -> str:
     """The whole report."""
     loads = ", ".join(f"{a:.1f}" for a, _, _ in load)
@@ -148,6 +170,7 @@ def markdown(runs, machine: str, load: list, minutes: float, settings: str) -> s
         "## Training",
         "",
         *_train_table(runs),
+        *_breakdown_table(runs),
         "",
         f"## Decoding (forced output length {P.TARGET_LENGTH}, batch {P.BATCH})",
         "",

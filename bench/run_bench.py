@@ -32,7 +32,7 @@ import report  # noqa: E402
 from t2t_lite import atomic_io  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("parts", ["train", "decode", "pipeline"], "Which parts to run.")
+flags.DEFINE_list("parts", ["train", "decode", "pipeline", "breakdown"], "Which parts to run.")
 flags.DEFINE_list("only", [], "Only these peers (t2t_lite, matmul, torch, ...).")
 flags.DEFINE_list("dtypes", ["float32", "bfloat16", "int8"], "Only these precisions.")
 flags.DEFINE_integer("reps", 3, "Repetitions: every measurement runs once per repetition.")
@@ -98,6 +98,8 @@ def measurements() -> list[Measurement]:
             Measurement("decode", "ctranslate2", task, "int8", "CTranslate2", "ctranslate2"),
         ]
     m.append(Measurement("pipeline", "t2t_lite", "pipeline", "float32", "t2t_lite pipeline"))
+    for dtype in ("float32", "bfloat16"):
+        m.append(Measurement("breakdown", "t2t_lite", "breakdown", dtype, "t2t_lite step parts"))
     return m
 
 

@@ -15,8 +15,10 @@ model FLOPs utilisation is measured against.
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -28,7 +30,7 @@ from t2t_lite import decoding, distribute, flops  # noqa: E402
 from t2t_lite.hparams import get_hparams  # noqa: E402
 from t2t_lite.layers.masks import EOS_ID  # noqa: E402
 from t2t_lite.model import Transformer  # noqa: E402
-from t2t_lite.train_step import Trainer  # noqa: E402
+from t2t_lite.train_step import Trainer, batch_stats  # noqa: E402
 
 PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
 
@@ -132,10 +134,67 @@ def pipeline(args) -> None:
     P.report([1.0 / r for r in rates], tokens=1)
 
 
+def breakdown(args) -> None:
+    """The training step broken into parts, each its own tf.function timed in turns: forward,
+    forward + loss, + gradients, the whole Trainer step; and the logits + loss alone."""
+    strategy = distribute.create_strategy("auto")
+    trainer = Trainer(benchmark_hparams(args.dtype), P.VOCAB, strategy)
+    model = trainer.model
+    source, target = P.batch()
+    batch = {"inputs": tf.constant(source), "targets": tf.constant(target)}
+    iterator = iter(
+        strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch).repeat())
+    )
+    hidden = tf.random.normal([P.BATCH, P.TARGET_LENGTH, P.D_MODEL])
+
+    def loss_of(logits):
+        return batch_stats(logits, batch, P.LABEL_SMOOTHING)[0]
+
+    def gradients_of(fn, variables):
+        @tf.function
+        def run():
+            with tf.GradientTape() as tape:
+                loss = fn()
+            return tf.add_n(
+                [tf.reduce_sum(tf.convert_to_tensor(g)) for g in tape.gradient(loss, variables)]
+            )
+
+        return run
+
+    weights = model.trainable_variables
+    parts = {
+        "forward": tf.function(lambda: tf.reduce_sum(model(batch, training=True))),
+        "forward + loss": tf.function(lambda: loss_of(model(batch, training=True))),
+        "forward + loss + gradients": gradients_of(
+            lambda: loss_of(model(batch, training=True)), weights
+        ),
+        "whole step (Trainer.train_step)": lambda: trainer.train_step(iterator)["loss"],
+        "logits + loss alone": tf.function(lambda: loss_of(model.embedding.logits(hidden))),
+        "logits + loss alone, with gradients": gradients_of(
+            lambda: loss_of(model.embedding.logits(hidden)), model.embedding.trainable_variables
+        ),
+    }
+    seconds = {name: [] for name in parts}
+    for _ in range(args.warmup):
+        for fn in parts.values():
+            fn().numpy()
+    for _ in range(args.steps):
+        for name, fn in parts.items():
+            start = time.perf_counter()
+            fn().numpy()
+            seconds[name].append(time.perf_counter() - start)
+    P.report(
+        seconds["whole step (Trainer.train_step)"],
+        parts={k: statistics.median(v) for k, v in seconds.items()},
+    )
+
+
 def main() -> None:
-    args = P.parse_args(("train", "beam", "greedy", "matmul", "pipeline"), ("float32", "bfloat16"))
+    args = P.parse_args(
+        ("train", "beam", "greedy", "matmul", "pipeline", "breakdown"), ("float32", "bfloat16")
+    )
     tasks = {"train": train, "beam": decode, "greedy": decode, "matmul": matmul}
-    {**tasks, "pipeline": pipeline}[args.task](args)
+    {**tasks, "pipeline": pipeline, "breakdown": breakdown}[args.task](args)
 
 
 if __name__ == "__main__":
