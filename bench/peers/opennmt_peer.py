@@ -80,7 +80,8 @@ def main() -> None:
             loss, normalizer, _ = model.compute_loss(outputs, labels, training=True)
             loss = loss / tf.cast(normalizer, loss.dtype)
         grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        # TF 2.12 autograph replaces zip with its own, which takes no strict argument.
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))  # noqa: B905
         return loss
 
     seconds = P.time_calls(
