@@ -41,6 +41,7 @@ flags.DEFINE_integer("warmup", 2, "Untimed calls per process (tracing, compilati
 flags.DEFINE_integer("timeout", 600, "Seconds before a measurement is abandoned.")
 flags.DEFINE_string("bench_dir", ".bench", "Folder of the peers' virtual environments.")
 flags.DEFINE_string("output", None, "Write the markdown report here (RESULTS.md).")
+flags.DEFINE_string("notes", None, "A markdown file appended to the report (the analysis).")
 flags.DEFINE_string("save_json", None, "Also write the raw results of this run here.")
 flags.DEFINE_list("from_json", [], "Merge the raw results of earlier runs into the report.")
 
@@ -187,6 +188,9 @@ def main(argv: list[str]) -> None:
         settings=f"{FLAGS.reps} repetitions, {FLAGS.steps} timed calls per process "
         f"after {FLAGS.warmup} untimed; Python {platform.python_version()}",
     )
+    if FLAGS.notes:
+        with open(FLAGS.notes) as f:
+            text += "\n" + f.read()
     print(text)
     if FLAGS.output:
         atomic_io.write_text(FLAGS.output, text)
