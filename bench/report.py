@@ -155,7 +155,8 @@ def markdown(runs, machine: str, load: list, minutes: float, settings: str) -> s
     lines = [
         "# Benchmarks: t2t_lite side by side with its peers",
         "",
-        f"Written by `bench/run_bench.py` on {datetime.date.today()}, {minutes:.0f} minutes.",
+        f"Written by `bench/run_bench.py` on {datetime.date.today()}"
+        + (f", {minutes:.0f} minutes." if minutes >= 1 else "."),
         f"Machine: {machine}. Load average (1 min) at the start and after each repetition: "
         f"{loads}; the CPUs are shared with other jobs, so compare ratios, not absolute rates.",
         f"Configuration: {P.LAYERS}+{P.LAYERS} layers, d_model {P.D_MODEL}, {P.HEADS} heads, "

@@ -186,7 +186,9 @@ def main(argv: list[str]) -> None:
         load=load,
         minutes=(time.time() - started) / 60,
         settings=f"{FLAGS.reps} repetitions, {FLAGS.steps} timed calls per process "
-        f"after {FLAGS.warmup} untimed; Python {platform.python_version()}",
+        f"after {FLAGS.warmup} untimed; Python {platform.python_version()}"
+        if not FLAGS.from_json
+        else f"Merged runs ({', '.join(FLAGS.from_json)}), their settings in bench/NOTES.md",
     )
     if FLAGS.notes:
         with open(FLAGS.notes) as f:
