@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow lint demo demo-parse install clean
+.PHONY: test test-slow lint demo demo-parse install clean bench bench-envs
 
 install: $(STAMP)
 
@@ -33,3 +33,19 @@ clean:
 # The whole path on the real offline corpus (see README "Demo"); resumable.
 demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) scripts/demo.py $(DEMO_ARGS)
+
+# Benchmarks against the peers (bench/README in bench/run_bench.py). Each peer gets its own
+# virtual environment in .bench/, created when missing, since their TensorFlow versions differ.
+BENCH_DIR := .bench
+PEERS := model_garden opennmt keras_hub torch ctranslate2
+PEER_STAMPS := $(foreach p,$(PEERS),$(BENCH_DIR)/$(p)/.installed)
+
+$(BENCH_DIR)/%/.installed: bench/peers/requirements/%.txt
+	test -x $(BENCH_DIR)/$*/bin/python || $(PYTHON) -m venv $(BENCH_DIR)/$*
+	$(BENCH_DIR)/$*/bin/python -m pip install -q -r $<
+	touch $@
+
+bench-envs: $(STAMP) $(PEER_STAMPS)
+
+bench: bench-envs
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) bench/run_bench.py --notes=bench/NOTES.md --output=bench/RESULTS.md

@@ -1,0 +1,202 @@
+"""t2t_lite side by side with its peers on one configuration; writes bench/RESULTS.md.
+
+    make bench                                   # creates .bench/<peer> venvs, runs everything
+    .venv/bin/python bench/run_bench.py --parts=train --reps=3 --output=bench/RESULTS.md
+    .venv/bin/python bench/run_bench.py --parts=decode --only=t2t_lite,ctranslate2
+
+Every measurement is one process (bench/peers/<peer>_peer.py in that peer's virtual environment,
+see bench/peers/protocol.py for the configuration and the result line). A repetition runs every
+selected measurement once, in turns, so that load from other jobs on this shared machine falls on
+all of them alike; the report gives the median over repetitions and ratios to t2t_lite measured
+in the same run. Parts: train (target tokens/s of a training step, float32 and bfloat16, with
+the matmul ceiling and model FLOPs utilisation), decode (beam 4 and greedy target tokens/s at a
+forced output length), pipeline (the input pipeline's tokens/s against what training consumes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from absl import app, flags
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
+import report  # noqa: E402
+
+from t2t_lite import atomic_io  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("parts", ["train", "decode", "pipeline", "breakdown"], "Which parts to run.")
+flags.DEFINE_list("only", [], "Only these peers (t2t_lite, matmul, torch, ...).")
+flags.DEFINE_list("dtypes", ["float32", "bfloat16", "int8"], "Only these precisions.")
+flags.DEFINE_integer("reps", 3, "Repetitions: every measurement runs once per repetition.")
+flags.DEFINE_integer("steps", 6, "Timed calls per process (after --warmup untimed ones).")
+flags.DEFINE_integer("warmup", 2, "Untimed calls per process (tracing, compilation).")
+flags.DEFINE_integer("timeout", 600, "Seconds before a measurement is abandoned.")
+flags.DEFINE_string("bench_dir", ".bench", "Folder of the peers' virtual environments.")
+flags.DEFINE_string("output", None, "Write the markdown report here (RESULTS.md).")
+flags.DEFINE_string("notes", None, "A markdown file appended to the report (the analysis).")
+flags.DEFINE_string("save_json", None, "Also write the raw results of this run here.")
+flags.DEFINE_list("from_json", [], "Merge the raw results of earlier runs into the report.")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass
+class Measurement:
+    """One kind of process: which peer, environment, task and precision; its results."""
+
+    part: str
+    peer: str  # script bench/peers/<script>_peer.py and venv .bench/<venv>
+    task: str
+    dtype: str
+    label: str
+    venv: str | None = None  # None: t2t_lite's own .venv
+    results: list[dict] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def script(self) -> str:
+        name = "t2t_lite" if self.peer == "matmul" else self.peer
+        return os.path.join(ROOT, "bench", "peers", f"{name}_peer.py")
+
+    def python(self) -> str:
+        if self.venv is None:
+            return sys.executable
+        return os.path.join(FLAGS.bench_dir, self.venv, "bin", "python")
+
+    def median(self, key: str = "tokens_per_s") -> float | None:
+        values = [r[key] for r in self.results if key in r]
+        return statistics.median(values) if values else None
+
+
+def measurements() -> list[Measurement]:
+    """Everything the benchmark can run, in the order of a repetition."""
+    m = []
+    for dtype in ("float32", "bfloat16"):
+        m += [
+            Measurement("train", "matmul", "matmul", dtype, "matmul ceiling"),
+            Measurement("train", "t2t_lite", "train", dtype, "t2t_lite (Trainer.train_step)"),
+            Measurement("train", "model_garden", "train", dtype, "Model Garden", "model_garden"),
+            Measurement("train", "opennmt", "train", dtype, "OpenNMT-tf", "opennmt"),
+            Measurement("train", "keras_hub", "train", dtype, "keras-hub", "keras_hub"),
+            Measurement(
+                "train", "keras_hub", "train_xla", dtype, "keras-hub jit_compile", "keras_hub"
+            ),
+            Measurement("train", "torch", "train", dtype, "PyTorch nn.Transformer", "torch"),
+        ]
+    for task in ("beam", "greedy"):
+        m += [
+            Measurement("decode", "t2t_lite", task, "float32", "t2t_lite"),
+            Measurement("decode", "model_garden", task, "float32", "Model Garden", "model_garden"),
+            Measurement("decode", "ctranslate2", task, "float32", "CTranslate2", "ctranslate2"),
+            Measurement("decode", "ctranslate2", task, "int8", "CTranslate2", "ctranslate2"),
+        ]
+    m.append(Measurement("pipeline", "t2t_lite", "pipeline", "float32", "t2t_lite pipeline"))
+    for dtype in ("float32", "bfloat16"):
+        m.append(Measurement("breakdown", "t2t_lite", "breakdown", dtype, "t2t_lite step parts"))
+    return m
+
+
+def run_one(m: Measurement) -> None:
+    """Runs one process and appends its result (or the reason it failed) to `m`."""
+    command = [m.python(), m.script, f"--task={m.task}", f"--dtype={m.dtype}"]
+    command += [f"--steps={FLAGS.steps}", f"--warmup={FLAGS.warmup}"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONWARNINGS": "ignore"}
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=FLAGS.timeout, env=env, cwd=ROOT
+        )
+    except subprocess.TimeoutExpired:
+        m.errors.append(f"timed out after {FLAGS.timeout} s")
+        return
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        tail = next((x for x in reversed(lines) if "Error" in x), lines[-1]).strip()
+        m.errors.append(f"exit {done.returncode}: {tail[:300]}")
+        print(f"  {m.label} {m.task} {m.dtype}: FAILED {m.errors[-1]}", flush=True)
+        return
+    result = json.loads(lines[-1][len("RESULT ") :])
+    m.results.append(result)
+    rate = result.get("gflops") or result["tokens_per_s"]
+    unit = "GFLOP/s" if "gflops" in result else "tokens/s"
+    seconds = time.perf_counter() - start
+    print(f"  {m.label} {m.task} {m.dtype}: {rate:,.0f} {unit} ({seconds:.0f} s)", flush=True)
+
+
+def selected() -> list[Measurement]:
+    chosen = []
+    for m in measurements():
+        if m.part not in FLAGS.parts or m.dtype not in FLAGS.dtypes:
+            continue
+        if FLAGS.only and m.peer not in FLAGS.only:
+            continue
+        if m.venv and not os.path.exists(m.python()):
+            m.errors.append(f"no environment {m.python()} (run `make bench-envs`)")
+        chosen.append(m)
+    return chosen
+
+
+def merge(runs: list[Measurement], path: str, load: list) -> None:
+    """Adds the results of an earlier run (its --save_json file) to `runs` and `load`."""
+    with open(path) as f:
+        saved = json.load(f)
+    by_key = {(m.peer, m.task, m.dtype): m for m in runs}
+    for item in saved["runs"]:
+        key = (item["peer"], item["task"], item["dtype"])
+        if key not in by_key:
+            by_key[key] = next(m for m in measurements() if (m.peer, m.task, m.dtype) == key)
+            runs.append(by_key[key])
+        by_key[key].results += item["results"]
+        by_key[key].errors += item["errors"]
+    load += [tuple(x) for x in saved["load"]]
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    runs = selected() if FLAGS.reps else []
+    load = [os.getloadavg()]
+    started = time.time()
+    for rep in range(FLAGS.reps):
+        print(f"repetition {rep + 1}/{FLAGS.reps} ({time.time() - started:.0f} s)", flush=True)
+        # Rotating the order as well keeps a slow stretch from always hitting the same peer.
+        shift = rep % max(len(runs), 1)
+        for m in runs[shift:] + runs[:shift]:
+            if not (m.venv and not os.path.exists(m.python())):
+                run_one(m)
+        load.append(os.getloadavg())
+    if FLAGS.save_json:
+        saved = {"runs": [m.__dict__ for m in runs], "load": load}
+        atomic_io.write_text(FLAGS.save_json, json.dumps(saved, indent=1))
+    for path in FLAGS.from_json:
+        merge(runs, path, load)
+    order = {(m.peer, m.task, m.dtype): i for i, m in enumerate(measurements())}
+    runs.sort(key=lambda m: order[(m.peer, m.task, m.dtype)])
+    text = report.markdown(
+        runs,
+        machine=report.machine(),
+        load=load,
+        minutes=(time.time() - started) / 60,
+        settings=f"{FLAGS.reps} repetitions, {FLAGS.steps} timed calls per process "
+        f"after {FLAGS.warmup} untimed; Python {platform.python_version()}"
+        if not FLAGS.from_json
+        else f"Merged runs ({', '.join(FLAGS.from_json)}), their settings in bench/NOTES.md",
+    )
+    if FLAGS.notes:
+        with open(FLAGS.notes) as f:
+            text += "\n" + f.read()
+    print(text)
+    if FLAGS.output:
+        atomic_io.write_text(FLAGS.output, text)
+
+
+if __name__ == "__main__":
+    app.run(main)
