@@ -32,6 +32,10 @@ def describe(hparams_set: str, overrides: str, vocab_size: int, length: int) -> 
 
 
 def list_registries() -> str:
+    from t2t_lite.problems import PROBLEMS
+
     lines = [f"hparams sets ({len(HPARAMS_SETS)}):"]
     lines += [f"  {name}" for name in HPARAMS_SETS.names()]
+    lines += [f"problems ({len(PROBLEMS)}):"]
+    lines += [f"  {name}" for name in PROBLEMS.names()]
     return "\n".join(lines)

@@ -169,4 +169,8 @@ def test_t2t_info_prints_counts():
         text=True,
         check=True,
     ).stdout
-    assert all(name in listing for name in HPARAMS_SETS.names())
+    from t2t_lite.problems import PROBLEMS
+
+    assert all(f"  {name}\n" in listing + "\n" for name in HPARAMS_SETS.names())
+    assert all(f"  {name}\n" in listing + "\n" for name in PROBLEMS.names())
+    assert "translate_ende_lohelp" in PROBLEMS.names() and "wsj_parsing" in PROBLEMS.names()
