@@ -283,7 +283,14 @@ def model_step_fn(
     """
     memory, memory_mask = model.encode(inputs)
     if use_cache:
-        return model.decode_step, model.init_cache(memory, memory_mask, max_length)
+        # The encoder's keys and values stay outside the search state: one copy per sentence,
+        # never tiled to the beams nor reordered with them.
+        state = model.project_memory(memory, memory_mask)
+
+        def cached_step(ids, index, cache):
+            return model.decode_step(ids, index, cache, state)
+
+        return cached_step, model.init_cache(tf.shape(inputs)[0], max_length)
 
     def recompute_step(ids, index, cache):
         # fed: [batch, max_length + 1], the ids fed so far; the extra column stays zero.

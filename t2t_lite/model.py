@@ -25,8 +25,9 @@ class Transformer(keras.Model):
     teacher-forced logits [b, t, vocab_size] (float32). The decoder reads the targets shifted
     right by one, starting from id 0.
 
-    For search: `cache = init_cache(*encode(inputs), max_length)` then repeatedly
-    `logits, cache = decode_step(ids, index, cache)` with the previous token's ids [b].
+    For search: `state = project_memory(*encode(inputs))`, `cache = init_cache(batch,
+    max_length)`, then repeatedly `logits, cache = decode_step(ids, index, cache, state)` with
+    the previous token's ids [b].
     """
 
     def __init__(self, hparams: HParams | dict, vocab_size: int, **kwargs):
@@ -117,27 +118,43 @@ class Transformer(keras.Model):
             maps["decoder_cross"].append(cross_weights)
         return maps
 
-    def init_cache(
-        self, memory: tf.Tensor, memory_mask: tf.Tensor, max_length: int | tf.Tensor
-    ) -> dict[str, Any]:
-        """The decoding state for up to `max_length` target positions."""
-        return {"layers": self.decoder.init_cache(memory, max_length), "memory_mask": memory_mask}
+    def project_memory(self, memory: tf.Tensor, memory_mask: tf.Tensor) -> dict[str, Any]:
+        """What every search step reads from the encoder, computed once per sentence: each
+        layer's encoder-decoder keys and values [batch, heads, source, d] and the padding mask."""
+        return {"layers": self.decoder.project_memory(memory), "mask": memory_mask}
+
+    def init_cache(self, batch: int | tf.Tensor, max_length: int | tf.Tensor) -> dict[str, Any]:
+        """The empty self-attention state of `batch` rows for up to `max_length` positions."""
+        return {"layers": self.decoder.init_cache(batch, max_length)}
 
     def decode_step(
-        self, ids: tf.Tensor, index: tf.Tensor, cache: dict[str, Any]
+        self,
+        ids: tf.Tensor,
+        index: tf.Tensor,
+        cache: dict[str, Any],
+        memory_state: dict[str, Any],
     ) -> tuple[tf.Tensor, dict[str, Any]]:
-        """One decoder position: previous ids [batch] at position `index` --> logits [batch,
-        vocab] (float32) for position `index`, and the updated cache."""
+        """One decoder position: previous ids [rows] at position `index` --> logits [rows,
+        vocab] (float32) for position `index`, and the updated cache.
+
+        `memory_state` (`project_memory`) covers b sentences and `cache` (`init_cache`) rows =
+        b * g of them: g consecutive rows (the beams of a search) per sentence share its memory,
+        which is never copied per beam.
+        """
         x = self._embed(self._target_embedding, ids[:, None], start_index=index)
-        self_keys = cache["layers"][0]["self"]["key"]  # [batch, max_length, heads, d_k]
-        key_valid = tf.ones(tf.shape(self_keys)[:2], tf.bool)
-        self_mask = attention_mask(1, key_valid, causal=True, query_offset=index)
-        cross_mask = attention_mask(1, cache["memory_mask"])
-        x, layers = self.decoder(
-            x, None, self_mask, cross_mask, cache=cache["layers"], decode_index=index
+        max_length = tf.shape(cache["layers"][0]["key"])[2]
+        # The same causal mask for every row: [1, 1, max_length].
+        self_mask = attention_mask(
+            1, tf.ones([1, max_length], tf.bool), causal=True, query_offset=index
         )
+        cross_mask = memory_state["mask"][:, None, :]  # --> [b, 1, source]
+        layers = [
+            {"self": own, "cross": memory_state["layers"][i]}
+            for i, own in enumerate(cache["layers"])
+        ]
+        x, layers = self.decoder(x, None, self_mask, cross_mask, cache=layers, decode_index=index)
         logits = tf.cast(self._target_embedding.logits(x)[:, 0], tf.float32)
-        return logits, {"layers": layers, "memory_mask": cache["memory_mask"]}
+        return logits, {"layers": [layer["self"] for layer in layers]}
 
     def get_config(self):
         config = super().get_config()

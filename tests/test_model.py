@@ -49,12 +49,13 @@ def test_cached_decoding_equals_teacher_forcing(overrides):
     model = _model(**overrides)
     full = model({"inputs": INPUTS, "targets": TARGETS}).numpy()
     memory, mask = model.encode(INPUTS)
-    cache = model.init_cache(memory, mask, max_length=TARGETS.shape[1])
+    state = model.project_memory(memory, mask)
+    cache = model.init_cache(INPUTS.shape[0], max_length=TARGETS.shape[1])
     previous = np.pad(TARGETS, [[0, 0], [1, 0]])[:, :-1]  # id 0 starts decoding
 
     @tf.function
     def step(ids, index, cache):
-        return model.decode_step(ids, index, cache)
+        return model.decode_step(ids, index, cache, state)
 
     steps = []
     for i in range(TARGETS.shape[1]):

@@ -17,9 +17,11 @@ class MultiHeadAttention(keras.layers.Layer):
         self-attention. `m` is [batch, query, key] bool.
       * `layer(query, attention_mask=m, cache=c, decode_index=i)`: incremental self-attention.
         `query` is [batch, 1, d_model]; its key/value are written at position `i` of the cache's
-        fixed-size [batch, max_length, heads, d] tensors, and the updated cache is returned.
+        fixed-size [batch, heads, max_length, d] tensors (`empty_cache`), and the updated cache is
+        returned. `m` is [batch or 1, 1, max_length] bool.
       * `layer(query, attention_mask=m, cache=c)`: attention over precomputed
-        `project_memory(memory)`.
+        `project_memory_heads(memory)` of b sentences, where `query` has b * g rows (g beams per
+        sentence, consecutive). `m` is [b, query, key] bool.
     """
 
     def __init__(
@@ -66,6 +68,21 @@ class MultiHeadAttention(keras.layers.Layer):
         """[batch, length, d_model] --> keys [b, length, h, d_k] and values [b, length, h, d_v]."""
         return {"key": self.key_dense(memory), "value": self.value_dense(memory)}
 
+    def project_memory_heads(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
+        """The decoding layout of `project_memory`: keys [b, h, length, d_k], values [b, h,
+        length, d_v], so that each search step multiplies them without moving them."""
+        return {
+            name: tf.transpose(value, [0, 2, 1, 3])
+            for name, value in self.project_memory(memory).items()
+        }
+
+    def empty_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int) -> dict:
+        """Self-attention keys [batch, h, max_length, d_k] and values [.., d_v], all zero."""
+        return {
+            name: tf.zeros([batch, self.num_heads, max_length, dim], self.compute_dtype)
+            for name, dim in (("key", self.key_dim), ("value", self.value_dim))
+        }
+
     def call(
         self, query, memory=None, attention_mask=None, cache=None, decode_index=None, training=None
     ):
@@ -76,13 +93,12 @@ class MultiHeadAttention(keras.layers.Layer):
             cache = {
                 name: _write_at(cache[name], step[name], decode_index) for name in ("key", "value")
             }
-            kv = cache
-        elif cache is not None:
-            kv = cache
-        else:
-            kv = self.project_memory(query if memory is None else memory)
-        output = self._attend(q, kv["key"], kv["value"], attention_mask, training)
-        return (output, cache) if decode_index is not None else output
+            output = self._attend_heads(q, cache["key"], cache["value"], attention_mask)
+            return output, cache
+        if cache is not None:
+            return self._attend_heads(q, cache["key"], cache["value"], attention_mask)
+        kv = self.project_memory(query if memory is None else memory)
+        return self._attend(q, kv["key"], kv["value"], attention_mask, training)
 
     def attention_weights(self, query, memory=None, attention_mask=None):
         """Softmax attention weights [batch, heads, query, key], for visualization."""
@@ -103,6 +119,28 @@ class MultiHeadAttention(keras.layers.Layer):
         context = tf.einsum("bhqt,bthv->bqhv", weights, v)  # --> [batch, q, heads, d_v]
         return self.output_dense(context)
 
+    def _attend_heads(self, q, k, v, mask):
+        """Attention of queries q [rows, q, h, d_k] over keys k [b, h, key, d_k] and values
+        v [b, h, key, d_v] in the decoding layout, where rows = b * g: the g consecutive rows of
+        each batch entry (the beams of one sentence) share its keys and values. mask: [b or 1,
+        q, key] bool. No dropout: this path only decodes."""
+        rows, length = tf.shape(q)[0], tf.shape(q)[1]
+        batch = tf.shape(k)[0]
+        group = rows // batch
+        # [b * g, q, h, d] --> [b, h, g * q, d]: the only transposes are of the small queries.
+        q = tf.transpose(tf.reshape(q, [batch, group * length, self.num_heads, -1]), [0, 2, 1, 3])
+        scores = tf.matmul(q, k, transpose_b=True) * tf.cast(self.key_dim**-0.5, q.dtype)
+        scores = tf.cast(scores, tf.float32)  # --> [b, h, g * q, key]
+        if mask is not None:
+            # [b, q, key] --> [b, 1, g * q, key], row j * q + i of group j is query i.
+            mask = tf.tile(mask, [1, group, 1])[:, None]
+            scores = tf.where(mask, scores, -1e9)
+        weights = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+        context = tf.matmul(weights, v)  # --> [b, h, g * q, d_v]
+        context = tf.transpose(context, [0, 2, 1, 3])  # --> [b, g * q, h, d_v]
+        context = tf.reshape(context, [rows, length, self.num_heads, -1])
+        return self.output_dense(context)
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -116,12 +154,18 @@ class MultiHeadAttention(keras.layers.Layer):
 
 
 def _write_at(buffer: tf.Tensor, update: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
-    """Writes `update` [b, 1, h, d] into `buffer` [b, max_length, h, d] at position `index`.
+    """Writes `update` [b, 1, h, d] into `buffer` [b, h, max_length, d] at position `index`.
 
     A scatter keeps the cache's static shape (what `tf.while_loop` needs), costs only the size of
     the update, and is a core op that TF Serving runs.
     """
-    batch = tf.shape(buffer)[0]
-    index = tf.fill([batch], tf.cast(index, tf.int32))
-    indices = tf.stack([tf.range(batch), index], axis=1)  # --> [batch, 2]
-    return tf.tensor_scatter_nd_update(buffer, indices, update[:, 0])
+    rows, heads = tf.shape(buffer)[0], tf.shape(buffer)[1]
+    indices = tf.stack(
+        [
+            tf.repeat(tf.range(rows), heads),
+            tf.tile(tf.range(heads), [rows]),
+            tf.fill([rows * heads], tf.cast(index, tf.int32)),
+        ],
+        axis=1,
+    )  # --> [b * h, 3]
+    return tf.tensor_scatter_nd_update(buffer, indices, tf.reshape(update, [rows * heads, -1]))

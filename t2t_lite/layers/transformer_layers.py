@@ -162,8 +162,10 @@ class DecoderLayer(_TransformerLayer):
     ):
         """x: [batch, target, d_model]; memory: [batch, source, d_model] encoder output.
 
-        With `cache` (from `Decoder.init_cache`) and `decode_index`, x is one position and the
-        layer returns (output, new_cache).
+        With `cache` and `decode_index`, x is one position per row and the layer returns
+        (output, new_cache). The cache is {"self": `empty_cache`, "cross":
+        `project_memory_heads(memory)`}; the cross part may have fewer rows (one per sentence,
+        shared by its beams) and is returned unchanged.
         """
         new_cache = None
 
@@ -172,20 +174,14 @@ class DecoderLayer(_TransformerLayer):
             if cache is None:
                 return self.self_attention(y, attention_mask=self_mask, training=training)
             out, new_cache = self.self_attention(
-                y,
-                attention_mask=self_mask,
-                cache=cache["self"],
-                decode_index=decode_index,
-                training=training,
+                y, attention_mask=self_mask, cache=cache["self"], decode_index=decode_index
             )
             return out
 
         def cross_attend(y):
             if cache is None:
                 return self.cross_attention(y, memory, attention_mask=cross_mask, training=training)
-            return self.cross_attention(
-                y, attention_mask=cross_mask, cache=cache["cross"], training=training
-            )
+            return self.cross_attention(y, attention_mask=cross_mask, cache=cache["cross"])
 
         x = _residual(
             x, self_attend, self.self_attention_norm, self.dropout, self.norm_position, training
@@ -323,25 +319,11 @@ class Decoder(_Stack):
         x = self._finish(x)
         return x if cache is None else (x, new_cache)
 
-    def init_cache(self, memory: tf.Tensor, max_length: int) -> list[dict]:
-        """Per layer: empty self-attention keys/values [batch, max_length, heads, d] and the
-        encoder-decoder keys/values projected once from memory [batch, source, d_model]."""
-        batch = tf.shape(memory)[0]
-        kw = self.layer_kwargs
-        cache = []
-        for layer in self.blocks:
-            cache.append(
-                {
-                    "self": {
-                        "key": tf.zeros(
-                            [batch, max_length, kw["num_heads"], kw["key_dim"]], self.compute_dtype
-                        ),
-                        "value": tf.zeros(
-                            [batch, max_length, kw["num_heads"], kw["value_dim"]],
-                            self.compute_dtype,
-                        ),
-                    },
-                    "cross": layer.cross_attention.project_memory(memory),
-                }
-            )
-        return cache
+    def init_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int) -> list[dict]:
+        """Per layer: empty self-attention keys/values [batch, heads, max_length, d]."""
+        return [layer.self_attention.empty_cache(batch, max_length) for layer in self.blocks]
+
+    def project_memory(self, memory: tf.Tensor) -> list[dict]:
+        """Per layer: the encoder-decoder keys/values [batch, heads, source, d] of memory
+        [batch, source, d_model], projected once per sentence."""
+        return [layer.cross_attention.project_memory_heads(memory) for layer in self.blocks]

@@ -58,10 +58,25 @@ def test_incremental_cache_equals_full_self_attention():
     layer.build((None, None, 8))
     x = rng.normal(size=(2, 5, 8)).astype(np.float32)
     full = layer(x, attention_mask=attention_mask(5, tf.ones([2, 5], tf.bool), causal=True))
-    cache = {"key": tf.zeros([2, 5, 2, 4]), "value": tf.zeros([2, 5, 2, 4])}
+    cache = layer.empty_cache(2, 5)
     steps = []
     for i in range(5):
         mask = attention_mask(1, tf.ones([2, 5], tf.bool), causal=True, query_offset=i)
         out, cache = layer(x[:, i : i + 1], attention_mask=mask, cache=cache, decode_index=i)
         steps.append(out.numpy())
     assert np.abs(np.concatenate(steps, 1) - full.numpy()).max() < 1e-5
+
+
+def test_grouped_queries_over_shared_memory_equal_tiled_memory():
+    """Decoding keeps one copy of the encoder's keys/values per sentence for all its beams: b * g
+    query rows over b memories must equal ordinary attention over the memory tiled g times."""
+    rng = np.random.default_rng(3)
+    layer = MultiHeadAttention(d_model=8, num_heads=2, key_dim=4, value_dim=6)
+    layer.build((None, None, 8))
+    memory = rng.normal(size=(2, 5, 8)).astype(np.float32)
+    queries = rng.normal(size=(6, 2, 8)).astype(np.float32)  # 2 sentences x 3 beams, 2 positions
+    key_mask = tf.constant([[True, True, True, False, False], [True] * 5])
+    mask = attention_mask(2, key_mask)  # --> [2, 2, 5]
+    tiled = layer(queries, np.repeat(memory, 3, axis=0), attention_mask=tf.repeat(mask, 3, 0))
+    shared = layer(queries, attention_mask=mask, cache=layer.project_memory_heads(memory))
+    assert np.abs(shared.numpy() - tiled.numpy()).max() < 1e-5
