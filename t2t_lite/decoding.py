@@ -124,17 +124,26 @@ def beam_search(
     empty = tf.fill([batch, k], NEG_INF)
     batch_offsets = tf.range(batch)[:, None] * k  # --> [batch, 1]
     top_ranks = tf.range(2 * k)[None, :] < k  # --> [1, 2k]
+    per_row = 2 * k + (pad_id is not None)
 
     def body(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache):
         ids = tf.reshape(seq[:, :, i], [-1])  # [batch, k] --> [batch * k]
         logits, cache = step_fn(ids, i, cache)
-        log_probs = _log_probs(logits, pad_id)  # --> [batch * k, vocab]
-        vocab = tf.shape(log_probs)[-1]
-        log_probs = tf.reshape(log_probs, [batch, k, vocab])  # --> [batch, k, vocab]
-        # Candidate j * vocab + t extends beam j with token t: [batch, k, vocab] --> [batch, k*V].
-        flat_lp = tf.reshape(alive_lp[:, :, None] + log_probs, [batch, k * vocab])
-        cand_lp, cand = tf.math.top_k(flat_lp, 2 * k)  # [batch, k * vocab] --> [batch, 2k]
-        origin, token = cand // vocab, cand % vocab  # --> [batch, 2k] each
+        # The best 2k continuations of a sentence include at most 2k of each beam, so each row
+        # first keeps its own best (2k, one more when it could be the padding id that is then
+        # dropped) by logit; log-probs are computed only for those, as logit - logsumexp.
+        logits = tf.cast(logits, tf.float32)  # --> [batch * k, vocab]
+        lse = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)  # --> [batch * k, 1]
+        row_lp, row_token = tf.math.top_k(logits, tf.minimum(per_row, tf.shape(logits)[-1]))
+        row_lp = row_lp - lse
+        if pad_id is not None:
+            row_lp = tf.where(tf.equal(row_token, pad_id), NEG_INF, row_lp)
+        # Candidate j * n + r extends beam j with its r-th token: [batch, k, n] --> [batch, k*n].
+        n = tf.shape(row_lp)[-1]
+        flat_lp = tf.reshape(alive_lp[:, :, None] + tf.reshape(row_lp, [batch, k, n]), [batch, -1])
+        cand_lp, cand = tf.math.top_k(flat_lp, 2 * k)  # --> [batch, 2k]
+        origin = cand // n  # --> [batch, 2k]
+        token = tf.gather(tf.reshape(row_token, [batch, -1]), cand, batch_dims=1)
         cand_seq = _write_column(tf.gather(seq, origin, batch_dims=1), i + 1, token)
         # cand_seq: [batch, 2k, total + 1]
 
