@@ -196,7 +196,8 @@ def fetch_help(cache_dir: str, language_package: str) -> str:
 
 
 class LibreOfficeHelpProblem(Problem):
-    """English --> `language` sentence pairs from the LibreOffice help; 8000 shared BPE."""
+    """English --> `language` sentence pairs from the LibreOffice help; shared BPE of
+    `vocab_size` (option, default 8000)."""
 
     language: ClassVar[str] = ""
     package: ClassVar[str] = ""
@@ -205,7 +206,10 @@ class LibreOfficeHelpProblem(Problem):
     max_input_length: ClassVar[int] = 128
     max_target_length: ClassVar[int] = 128
     examples_per_shard: ClassVar[int] = 10_000
-    default_options: ClassVar[dict[str, Any]] = {"raw_dir": "", "help_dir": ""}
+    default_options: ClassVar[dict[str, Any]] = {"raw_dir": "", "help_dir": "", "vocab_size": 8000}
+
+    def vocab_settings(self, options: dict[str, Any]) -> tuple[str, int]:
+        return self.vocab_type, int(options["vocab_size"])
 
     def help_root(self, data_dir: str, options: dict[str, Any]) -> str:
         if options["help_dir"]:

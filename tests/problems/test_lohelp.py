@@ -131,3 +131,9 @@ def test_generate_data_from_a_help_dir(tmp_path):
     assert counts["aligned"] == 800 and counts["kept"] == 201
     assert sum(meta["splits"][s]["examples"] for s in ("train", "dev", "test")) == 201
     assert counts["dev_pairs"] == meta["splits"]["dev"]["examples"] > 0
+    # The tiny corpus yields fewer than the default 8000 pieces; a smaller size is honoured.
+    assert meta["options"]["vocab_size"] == 8000 and meta["vocab"]["size"] > 300
+    smaller = problem.generate_data(
+        str(tmp_path / "data300"), help_dir=str(tmp_path / "help"), vocab_size="300"
+    )
+    assert smaller["options"]["vocab_size"] == 300 and smaller["vocab"]["size"] == 300
