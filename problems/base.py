@@ -92,6 +92,17 @@ class Problem:
         """(vocabulary type, size); the class attributes unless options choose them."""
         return self.vocab_type, self.vocab_size
 
+    def output_vocab_size(self, tokenizer: Tokenizer, options: dict[str, Any]) -> int:
+        """How many leading ids the model may output (softmax and search are restricted to
+        them), or 0 for the whole vocabulary. A problem whose targets use only a few symbols
+        that its vocabulary lists first (parsing) returns their count."""
+        return 0
+
+    def output_size(self, data_dir: str) -> int:
+        """`output_vocab_size` as datagen recorded it in data_dir (0 for data written before
+        the field existed): what t2t-train builds the model with."""
+        return int(read_metadata(data_dir)["vocab"].get("output_size", 0))
+
     def vocab_words(self, options: dict[str, Any]) -> list[str] | None:
         """For vocab_type "words": a fixed word list, or None to count words of `vocab_texts`."""
         return None
@@ -145,7 +156,10 @@ class Problem:
         tokenizer = self._vocabulary(data_dir, options)
         metadata = {
             **state,
-            "vocab": _vocab_entry(tokenizer, self.vocab_settings(options)[0]),
+            "vocab": {
+                **_vocab_entry(tokenizer, self.vocab_settings(options)[0]),
+                "output_size": self.output_vocab_size(tokenizer, options),
+            },
             "metric": self.metric,
             "max_lengths": {"inputs": self.max_input_length, "targets": self.max_target_length},
             "decode_defaults": dataclasses.asdict(self.decode_defaults),

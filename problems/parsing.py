@@ -103,6 +103,19 @@ class TreebankProblem(Problem):
         _, size = self.vocab_settings(options)
         return parsing_vocab(self.text_pairs("train", options), size)
 
+    def output_vocab_size(self, tokenizer: Any, options: dict[str, Any]) -> int:
+        """The reserved ids and the training trees' tags and brackets, which the vocabulary
+        lists first: a parser's softmax and search need only these, not the source words."""
+        targets = {
+            token for _, target in self.text_pairs("train", options) for token in target.split()
+        }
+        with open(tokenizer.path, encoding="utf-8") as f:
+            tokens = [line.rstrip("\n") for line in f]
+        count = len(RESERVED_TOKENS)
+        while count < len(tokens) and tokens[count] in targets:
+            count += 1
+        return count
+
     def postprocess(self, source: str, output: str) -> str:
         """The decoded target as a one-line tree over exactly the words of `source`
         (`delinearize`, then `fix_punctuation_tags`)."""

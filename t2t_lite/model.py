@@ -30,13 +30,20 @@ class Transformer(keras.Model):
     the previous token's ids [b].
     """
 
-    def __init__(self, hparams: HParams | dict, vocab_size: int, **kwargs):
+    def __init__(
+        self, hparams: HParams | dict, vocab_size: int, output_vocab_size: int = 0, **kwargs
+    ):
         if isinstance(hparams, dict):
             hparams = HParams.from_dict(hparams)
         kwargs.setdefault("dtype", hparams.precision)
         super().__init__(**kwargs)
+        if not 0 <= output_vocab_size <= vocab_size:
+            raise ValueError(f"output_vocab_size={output_vocab_size} not in [0, {vocab_size}]")
         self.hparams = hparams
         self.vocab_size = vocab_size
+        # Logits cover ids [0, output_vocab_size) only (all ids when 0): the target symbols that
+        # a problem such as parsing lists first in a vocabulary shared with source words.
+        self.output_vocab_size = output_vocab_size
         hp, policy = hparams, self.dtype_policy
         self.embedding = SharedEmbedding(
             vocab_size, hp.d_model, name="shared_embedding", dtype=policy
@@ -68,6 +75,9 @@ class Transformer(keras.Model):
         x = self.positions(embedding(ids), start_index=start_index)
         return self.embedding_dropout(x, training=training)
 
+    def _logits(self, x: tf.Tensor) -> tf.Tensor:
+        return self._target_embedding.logits(x, self.output_vocab_size or None)
+
     def encode(self, inputs: tf.Tensor, training=None) -> tuple[tf.Tensor, tf.Tensor]:
         """[batch, source] ids --> memory [batch, source, d_model] and its padding mask."""
         mask = padding_mask(inputs)
@@ -88,7 +98,7 @@ class Transformer(keras.Model):
         cross_mask = attention_mask(length, memory_mask)
         x = self._embed(self._target_embedding, decoder_inputs, training=training)
         x = self.decoder(x, memory, self_mask, cross_mask, training=training)
-        return tf.cast(self._target_embedding.logits(x), tf.float32)
+        return tf.cast(self._logits(x), tf.float32)
 
     def call(self, features: dict[str, tf.Tensor], training=None) -> tf.Tensor:
         memory, memory_mask = self.encode(features["inputs"], training=training)
@@ -153,12 +163,16 @@ class Transformer(keras.Model):
             for i, own in enumerate(cache["layers"])
         ]
         x, layers = self.decoder(x, None, self_mask, cross_mask, cache=layers, decode_index=index)
-        logits = tf.cast(self._target_embedding.logits(x)[:, 0], tf.float32)
+        logits = tf.cast(self._logits(x)[:, 0], tf.float32)
         return logits, {"layers": [layer["self"] for layer in layers]}
 
     def get_config(self):
         config = super().get_config()
-        config.update(hparams=self.hparams.to_dict(), vocab_size=self.vocab_size)
+        config.update(
+            hparams=self.hparams.to_dict(),
+            vocab_size=self.vocab_size,
+            output_vocab_size=self.output_vocab_size,
+        )
         return config
 
     @classmethod

@@ -31,6 +31,8 @@ class RunInfo:
     hparams_set: str
     hparams: HParams
     vocab_size: int
+    # The leading ids the model outputs (problem metadata); 0: the whole vocabulary.
+    output_vocab_size: int = 0
 
     def to_dict(self) -> dict:
         values = dataclasses.asdict(self)
@@ -87,7 +89,7 @@ def build_model(info: RunInfo):
     """A built (weights created) Transformer for the run."""
     from t2t_lite.model import Transformer
 
-    model = Transformer(info.hparams, info.vocab_size)
+    model = Transformer(info.hparams, info.vocab_size, output_vocab_size=info.output_vocab_size)
     model.build()
     return model
 

@@ -49,12 +49,18 @@ class Trainer:
     `eval_step(batch)` returns the STATS vector summed over replicas.
     """
 
-    def __init__(self, hparams: HParams, vocab_size: int, strategy: tf.distribute.Strategy):
+    def __init__(
+        self,
+        hparams: HParams,
+        vocab_size: int,
+        strategy: tf.distribute.Strategy,
+        output_vocab_size: int = 0,
+    ):
         self.hparams = hparams
         self.strategy = strategy
         self.loss_scaled = hparams.precision == "mixed_float16"
         with strategy.scope():
-            self.model = Transformer(hparams, vocab_size)
+            self.model = Transformer(hparams, vocab_size, output_vocab_size=output_vocab_size)
             self.model.build()
             optimizer = create_optimizer(hparams)
             self.inner_optimizer = optimizer

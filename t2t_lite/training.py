@@ -181,11 +181,12 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         hparams_set=hparams_set,
         hparams=hparams,
         vocab_size=problem.tokenizer(config.data_dir).vocab_size,
+        output_vocab_size=problem.output_size(config.data_dir),
     )
     chief = distribute.is_chief(strategy)
     if chief:
         _check_run_info(info, config.output_dir)
-    trainer = Trainer(hparams, info.vocab_size, strategy)
+    trainer = Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size)
     keeper = CheckpointKeeper(
         trainer.checkpoint(),
         os.path.join(config.output_dir, CHECKPOINT_DIR),

@@ -26,6 +26,9 @@ class FakeReverse:
     def generate_data(self, data_dir: str) -> None:
         del data_dir
 
+    def output_size(self, data_dir: str) -> int:
+        return 0  # the whole vocabulary
+
     def tokenizer(self, data_dir: str) -> _Tokenizer:
         del data_dir
         return _Tokenizer(self.vocab_size)

@@ -91,3 +91,22 @@ def test_mixed_precision_keeps_float32_variables_and_logits(precision):
     reference.set_weights(model.get_weights())
     full = reference({"inputs": INPUTS, "targets": TARGETS})
     assert np.abs(logits - full).max() < 0.1 * np.abs(full).max()
+
+
+def test_output_vocab_size_keeps_the_first_logits():
+    """A model restricted to the first k ids (parsing's target symbols) computes exactly the
+    first k logits of the unrestricted model with the same weights, teacher-forced and cached."""
+    full = _model(norm_position="pre")
+    limited = Transformer(full.hparams, vocab_size=20, output_vocab_size=7)
+    limited.build()
+    limited.set_weights(full.get_weights())
+    features = {"inputs": INPUTS, "targets": TARGETS % 7}
+    expected = full(features).numpy()[..., :7]
+    np.testing.assert_allclose(limited(features), expected, rtol=1e-5, atol=1e-6)
+    memory, mask = limited.encode(INPUTS)
+    state = limited.project_memory(memory, mask)
+    cache = limited.init_cache(INPUTS.shape[0], TARGETS.shape[1])
+    logits, _ = limited.decode_step(tf.zeros([INPUTS.shape[0]], tf.int32), 0, cache, state)
+    np.testing.assert_allclose(logits, expected[:, 0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="output_vocab_size=21"):
+        Transformer(full.hparams, vocab_size=20, output_vocab_size=21)

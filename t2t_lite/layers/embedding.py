@@ -37,14 +37,15 @@ class SharedEmbedding(keras.layers.Layer):
         x *= tf.cast(math.sqrt(self.d_model), self.compute_dtype)
         return x * tf.cast(tf.not_equal(ids, PAD_ID), self.compute_dtype)[..., None]
 
-    def logits(self, x):
-        """[..., d_model] --> [..., vocab_size]."""
+    def logits(self, x, limit: int | None = None):
+        """[..., d_model] --> [..., vocab_size], or [..., limit] for the first `limit` ids."""
         # One 2-D product over all positions. tf.matmul of a [batch, length, d_model] tensor by
         # the [vocab, d_model] matrix is a batched matmul that broadcasts the matrix, and its
         # gradient builds a [batch, vocab, d_model] tensor and sums it: 3x slower in training.
         flat = tf.reshape(x, [-1, self.d_model])  # --> [batch * length, d_model]
-        logits = tf.matmul(flat, tf.cast(self.embeddings, self.compute_dtype), transpose_b=True)
-        shape = tf.concat([tf.shape(x)[:-1], [self.vocab_size]], axis=0)
+        weights = self.embeddings if limit is None else self.embeddings[:limit]
+        logits = tf.matmul(flat, tf.cast(weights, self.compute_dtype), transpose_b=True)
+        shape = tf.concat([tf.shape(x)[:-1], [limit or self.vocab_size]], axis=0)
         return tf.reshape(logits, shape)  # --> [..., vocab_size]
 
     def get_config(self):

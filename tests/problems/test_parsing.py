@@ -79,6 +79,13 @@ def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
     assert metadata["metric"] == "parse_f1"
     assert metadata["decode_defaults"] == {"beam_size": 21, "alpha": 0.3, "extra_length": 300}
     assert metadata["vocab"]["type"] == "words"
+    # The model outputs only the reserved ids and the training trees' tags and brackets, which
+    # the vocabulary lists first.
+    targets = {token for _, target in EXPECTED["train"] for token in target.split()}
+    with open(os.path.join(data_dir, "vocab.words.txt")) as f:
+        vocab = f.read().split("\n")
+    size = metadata["vocab"]["output_size"]
+    assert size == 3 + len(targets) and set(vocab[3:size]) == targets
     for split, pairs in EXPECTED.items():
         # Shards are shuffled within themselves, so compare as sorted lists.
         # Words never seen in training come back as <unk> (the source text files keep them).
