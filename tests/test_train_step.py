@@ -100,7 +100,11 @@ def test_two_replicas_equal_one_device_with_the_same_global_batch():
     # equal one device with the four batches in one.
     assert result["two_accum"]["target_tokens"] == result["one_all"]["target_tokens"]
     assert abs(result["two_accum"]["loss"] - result["one_all"]["loss"]) < 1e-5
-    assert result["accum_delta_diff"] < 1e-6
+    # The accumulated gradient is a sum over replicas and micro-batches in another order than one
+    # device's, and it carried differences up to 9e-6 in one run (out of updates of max_delta,
+    # above 1e-3) on a loaded machine; a dropped or double-counted micro-batch moves the update by
+    # about max_delta itself.
+    assert result["accum_delta_diff"] < 1e-4
 
 
 def test_mixed_float16_scales_the_loss_and_skips_overflow():
