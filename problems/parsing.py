@@ -40,6 +40,7 @@ from t2t_lite.problems.parsing_trees import (
     wsj_files,
 )
 from t2t_lite.text import RESERVED_TOKENS
+from t2t_lite.text.tokenizers import read_vocab_list
 
 # The paper's inference settings for parsing (section 6.3).
 PARSING_DECODE_DEFAULTS = DecodeDefaults(beam_size=21, alpha=0.3, extra_length=300)
@@ -109,8 +110,7 @@ class TreebankProblem(Problem):
         targets = {
             token for _, target in self.text_pairs("train", options) for token in target.split()
         }
-        with open(tokenizer.path, encoding="utf-8") as f:
-            tokens = [line.rstrip("\n") for line in f]
+        tokens = read_vocab_list(tokenizer.path)
         count = len(RESERVED_TOKENS)
         while count < len(tokens) and tokens[count] in targets:
             count += 1

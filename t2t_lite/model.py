@@ -164,7 +164,7 @@ class Transformer(keras.Model):
         ]
         x, layers = self.decoder(x, None, self_mask, cross_mask, cache=layers, decode_index=index)
         logits = tf.cast(self._logits(x)[:, 0], tf.float32)
-        return logits, {"layers": [layer["self"] for layer in layers]}
+        return logits, {"layers": layers}
 
     def get_config(self):
         config = super().get_config()

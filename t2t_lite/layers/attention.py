@@ -156,8 +156,8 @@ class MultiHeadAttention(keras.layers.Layer):
 def _write_at(buffer: tf.Tensor, update: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
     """Writes `update` [b, 1, h, d] into `buffer` [b, h, max_length, d] at position `index`.
 
-    A scatter keeps the cache's static shape (what `tf.while_loop` needs), costs only the size of
-    the update, and is a core op that TF Serving runs.
+    A scatter keeps the cache's static shape (what `tf.while_loop` needs) and is a core op that
+    TF Serving runs. On CPU it still copies the buffer (docs/design.md).
     """
     rows, heads = tf.shape(buffer)[0], tf.shape(buffer)[1]
     indices = tf.stack(

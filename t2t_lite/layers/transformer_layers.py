@@ -163,9 +163,9 @@ class DecoderLayer(_TransformerLayer):
         """x: [batch, target, d_model]; memory: [batch, source, d_model] encoder output.
 
         With `cache` and `decode_index`, x is one position per row and the layer returns
-        (output, new_cache). The cache is {"self": `empty_cache`, "cross":
+        (output, new self-attention cache). The cache is {"self": `empty_cache`, "cross":
         `project_memory_heads(memory)`}; the cross part may have fewer rows (one per sentence,
-        shared by its beams) and is returned unchanged.
+        shared by its beams) and never changes.
         """
         new_cache = None
 
@@ -190,9 +190,7 @@ class DecoderLayer(_TransformerLayer):
             x, cross_attend, self.cross_attention_norm, self.dropout, self.norm_position, training
         )
         x = self._ffn(x, training)
-        if cache is None:
-            return x
-        return x, {"self": new_cache, "cross": cache["cross"]}
+        return x if cache is None else (x, new_cache)
 
     def attention_maps(self, x, memory, self_mask=None, cross_mask=None):
         """(output, self-attention weights [batch, heads, target, target], encoder-decoder

@@ -71,7 +71,8 @@ class Tokenizer(tf.Module):
         raise NotImplementedError
 
 
-def _read_vocab_list(path: str) -> list[str]:
+def read_vocab_list(path: str) -> list[str]:
+    """The tokens of a vocabulary file, one per line, id order (reserved tokens first)."""
     with open(path, encoding="utf-8") as f:
         tokens = [line.rstrip("\n") for line in f]
     if len(tokens) < len(RESERVED_TOKENS):
@@ -85,7 +86,7 @@ class WordTokenizer(Tokenizer):
     """Whitespace-separated words looked up in a fixed list; unknown words map to id 2."""
 
     def __init__(self, path: str):
-        tokens = _read_vocab_list(path)
+        tokens = read_vocab_list(path)
         super().__init__(path, len(tokens), name="word_tokenizer")
         self._tokens = tf.constant(tokens)
         self._table = tf.lookup.StaticHashTable(
@@ -129,7 +130,7 @@ class WordPieceTokenizer(Tokenizer):
     """
 
     def __init__(self, path: str):
-        tokens = _read_vocab_list(path)
+        tokens = read_vocab_list(path)
         super().__init__(path, len(tokens), name="wordpiece_tokenizer")
         self._wp = tf_text.FastWordpieceTokenizer(
             vocab=tokens,
