@@ -41,6 +41,12 @@ flags.DEFINE_integer(
     "Max output length = input length + this (default: the problem's).",
     lower_bound=0,
 )
+flags.DEFINE_boolean(
+    "constrained",
+    None,
+    "Search only outputs the problem's constraint allows, e.g. well-formed trees over the "
+    "sentence's words for parsing (default: the problem's; --noconstrained turns it off).",
+)
 flags.DEFINE_integer("nbest", 1, "Hypotheses per input line (<= beam_size).", lower_bound=1)
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bound=1)
 

@@ -36,12 +36,14 @@ VOCAB_TYPES = ("bpe", "wordpiece", "words")
 
 @dataclasses.dataclass(frozen=True)
 class DecodeDefaults:
-    """Search settings a problem suggests: beam width, GNMT length-penalty alpha, and the maximum
-    output length as input length + `extra_length`."""
+    """Search settings a problem suggests: beam width, GNMT length-penalty alpha, the maximum
+    output length as input length + `extra_length`, and whether the search keeps to the
+    problem's `decode_constraint`."""
 
     beam_size: int = 4
     alpha: float = 0.6
     extra_length: int = 50
+    constrained: bool = False
 
 
 class Problem:
@@ -105,6 +107,11 @@ class Problem:
 
     def vocab_words(self, options: dict[str, Any]) -> list[str] | None:
         """For vocab_type "words": a fixed word list, or None to count words of `vocab_texts`."""
+        return None
+
+    def decode_constraint(self, data_dir: str, tokenizer: Any) -> Any:
+        """A `t2t_lite.decoding.Constraint` on what decoding may emit, or None (none here; the
+        parsing problems allow only well-formed trees over the sentence's words)."""
         return None
 
     def postprocess(self, source: str, output: str) -> str:

@@ -19,9 +19,13 @@ sources `dev.source.txt`, `test.source.txt`).
 from __future__ import annotations
 
 import collections
+import json
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
+
+import numpy as np
+from absl import logging
 
 from t2t_lite import atomic_io
 from t2t_lite.metrics.evalb import COLLINS
@@ -39,12 +43,19 @@ from t2t_lite.problems.parsing_trees import (
     write_trees,
     wsj_files,
 )
+from t2t_lite.problems.tree_constraint import TreeConstraint
 from t2t_lite.text import RESERVED_TOKENS
 from t2t_lite.text.tokenizers import read_vocab_list
 
-# The paper's inference settings for parsing (section 6.3).
-PARSING_DECODE_DEFAULTS = DecodeDefaults(beam_size=21, alpha=0.3, extra_length=300)
+# The paper's inference settings for parsing (section 6.3), searching well-formed trees only.
+PARSING_DECODE_DEFAULTS = DecodeDefaults(
+    beam_size=21, alpha=0.3, extra_length=300, constrained=True
+)
 EVAL_SPLITS = ("dev", "test")
+# `tree_statistics` of the training trees, beside the vocabulary.
+TAGS_FILE = "tags.json"
+# Words seen at least this often take only their seen tags in constrained decoding.
+TAG_MIN_COUNT = 1
 # Pre-terminal tags EVALB deletes together with their words.
 _DELETED_TAGS = COLLINS.delete_labels - {"TOP", "-NONE-"}
 # Marks always tagged as quotes or `:` (whichever, EVALB deletes them), beyond `guess_tag`'s.
@@ -116,6 +127,25 @@ class TreebankProblem(Problem):
             count += 1
         return count
 
+    def decode_constraint(self, data_dir: str, tokenizer: Any) -> TreeConstraint:
+        """Decoding emits only well-formed linearized trees with one tag per source word, each
+        word's tag one seen with it in training (`t2t_lite.problems.tree_constraint`;
+        `tags.json`, which datagen writes; without it any tag)."""
+        tokens = read_vocab_list(tokenizer.path)
+        path = os.path.join(data_dir, TAGS_FILE)
+        if not os.path.isfile(path):
+            logging.warning("%s not found: decoding without the tag dictionary", path)
+            return TreeConstraint(tokens, len(RESERVED_TOKENS))
+        with open(path) as f:
+            stats = json.load(f)
+        return TreeConstraint(
+            tokens,
+            len(RESERVED_TOKENS),
+            max_depth=stats["max_depth"],
+            max_opens=stats["max_opens"],
+            tag_table=tag_table(stats["tags"], tokens),
+        )
+
     def postprocess(self, source: str, output: str) -> str:
         """The decoded target as a one-line tree over exactly the words of `source`
         (`delinearize`, then `fix_punctuation_tags`)."""
@@ -126,6 +156,10 @@ class TreebankProblem(Problem):
         the inputs for `t2t-decode` and the references for `t2t-evalb`, in the same order."""
         metadata = super().generate_data(data_dir, **options)
         resolved = self.resolve_options(options)
+        tags = os.path.join(data_dir, TAGS_FILE)
+        if not os.path.isfile(tags):
+            stats = tree_statistics(self.text_pairs("train", resolved))
+            atomic_io.write_text(tags, json.dumps(stats, ensure_ascii=False, sort_keys=True))
         for split in EVAL_SPLITS:
             if split in self.splits(resolved):
                 self.write_eval_files(data_dir, split, resolved)
@@ -164,6 +198,50 @@ def fix_punctuation_tags(tree: Tree) -> Tree:
         elif node.label in _DELETED_TAGS and any(c.isalnum() for c in word):
             node.label = DEFAULT_TAG
     return tree
+
+
+def tree_statistics(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """What constrained decoding takes from (source, linearized target) training pairs:
+    `tags`, {word: {tag: count}} (the i-th tag of a target belongs to the i-th source word);
+    `max_depth`, the deepest phrase nesting; `max_opens`, the most phrases opened in a row."""
+    counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    max_depth = max_opens = 0
+    for source, target in pairs:
+        tokens = target.split()
+        tags = [t for t in tokens if t[0] not in "()"]
+        for word, tag in zip(source.split(), tags, strict=True):
+            counts[word][tag] += 1
+        depth = opens = 0
+        for token in tokens:
+            depth += (token[0] == "(") - (token[0] == ")")
+            opens = opens + 1 if token[0] == "(" else 0
+            max_depth, max_opens = max(max_depth, depth), max(max_opens, opens)
+    return {
+        "tags": {word: dict(tags) for word, tags in counts.items()},
+        "max_depth": max_depth,
+        "max_opens": max_opens,
+    }
+
+
+def tag_table(
+    counts: dict[str, dict[str, int]], tokens: list[str], min_count: int = TAG_MIN_COUNT
+) -> np.ndarray:
+    """Bool [len(tokens), 1 + the largest tag id] for `TreeConstraint`: row w marks the tags
+    word w may take.
+
+    A word seen at least `min_count` times takes only the tags it was seen with; other words
+    (rarer ones, `<unk>`, the reserved ids) take every tag of `counts`.
+    """
+    index = {token: i for i, token in enumerate(tokens)}
+    tag_ids = sorted({index[t] for tags in counts.values() for t in tags if t in index})
+    table = np.zeros([len(tokens), max(tag_ids, default=-1) + 1], bool)
+    table[:, tag_ids] = True
+    for word, tags in counts.items():
+        if word in index and sum(tags.values()) >= min_count:
+            row = table[index[word]]
+            row[:] = False
+            row[[index[t] for t in tags if t in index]] = True
+    return table
 
 
 def parsing_vocab(pairs: Iterable[tuple[str, str]], vocab_size: int) -> list[str]:

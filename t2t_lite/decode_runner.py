@@ -38,6 +38,7 @@ class SearchOptions:
     alpha: float = 0.6
     extra_length: int = 50
     nbest: int = 1
+    constrained: bool = False
 
     def __post_init__(self) -> None:
         if self.beam_size < 1 or self.extra_length < 0:
@@ -134,6 +135,7 @@ class Translator:
         options: SearchOptions,
         batch_tokens: int = 4096,
         postprocess: Callable[[str, str], str] | None = None,
+        constraint: Any = None,
     ):
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
@@ -154,6 +156,7 @@ class Translator:
             alpha=options.alpha,
             extra_length=options.extra_length,
             nbest=options.nbest,
+            constraint=constraint,
         )
         self._search = tf.function(search, input_signature=[spec])
         self._score = tf.function(lambda x, y: score_ids(model, x, y), input_signature=[spec] * 2)
@@ -304,6 +307,7 @@ class DecodeConfig:
     beam_size: int | None = None
     alpha: float | None = None
     extra_length: int | None = None
+    constrained: bool | None = None
     nbest: int = 1
     batch_tokens: int = 4096
 
@@ -327,10 +331,17 @@ def load_translator(config: DecodeConfig) -> Translator:
         alpha=config.alpha,
         extra_length=config.extra_length,
         nbest=config.nbest,
+        constrained=config.constrained,
     )
     logging.info("search: %s", options)
-    tokenizer = problem.tokenizer(config.data_dir or info.data_dir)
-    return Translator(model, tokenizer, options, config.batch_tokens, problem.postprocess)
+    data_dir = config.data_dir or info.data_dir
+    tokenizer = problem.tokenizer(data_dir)
+    constraint = problem.decode_constraint(data_dir, tokenizer) if options.constrained else None
+    if options.constrained and constraint is None:
+        raise ValueError(f"--constrained: problem {problem.name} has no decoding constraint")
+    return Translator(
+        model, tokenizer, options, config.batch_tokens, problem.postprocess, constraint
+    )
 
 
 def interactive(translator: Translator) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -10,6 +11,7 @@ import tensorflow as tf
 from t2t_lite.metrics.evalb import evaluate_files
 from t2t_lite.problems import get_problem, read_metadata
 from t2t_lite.problems.parsing import parsing_vocab
+from t2t_lite.problems.parsing_trees import delinearize, linearize
 from t2t_lite.problems.pipeline import parse_examples
 from t2t_lite.text import load_tokenizer
 from t2t_lite.trees import parse_tree, read_trees
@@ -77,7 +79,12 @@ def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
         test_trees=str(tree_files / "test.mrg"),
     )
     assert metadata["metric"] == "parse_f1"
-    assert metadata["decode_defaults"] == {"beam_size": 21, "alpha": 0.3, "extra_length": 300}
+    assert metadata["decode_defaults"] == {
+        "beam_size": 21,
+        "alpha": 0.3,
+        "extra_length": 300,
+        "constrained": True,
+    }
     assert metadata["vocab"]["type"] == "words"
     # The model outputs only the reserved ids and the training trees' tags and brackets, which
     # the vocabulary lists first.
@@ -96,6 +103,27 @@ def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
         assert f.read() == "Mary !\nIt works\n"
     gold = [str(t) for t in read_trees(os.path.join(data_dir, "test.gold.trees"))]
     assert gold == ["(FRAG (NP (NNP Mary)) (. !))", "(S (NP (PRP It)) (VP (VBZ works)))"]
+    # What constrained decoding takes from the training trees.
+    with open(os.path.join(data_dir, "tags.json")) as f:
+        assert json.load(f) == {
+            "tags": {
+                "John": {"NNP": 1},
+                "has": {"VBZ": 1},
+                "a": {"DT": 1},
+                "dog": {"NN": 1},
+                ".": {".": 2},
+                "We": {"PRP": 1},
+                "left": {"VBD": 1},
+            },
+            "max_depth": 3,
+            "max_opens": 2,
+        }
+    constraint = get_problem("parsing_trees").decode_constraint(data_dir, load_tokenizer(data_dir))
+    assert (constraint.max_depth, constraint.max_opens) == (3, 2)
+    table = constraint.tag_table.numpy()
+    tags = [i for i, t in enumerate(vocab) if i < size and t[0] not in "()" and i > 2]
+    assert table[vocab.index("dog")].nonzero()[0].tolist() == [vocab.index("NN")]
+    assert table[2].nonzero()[0].tolist() == tags  # <unk>: every tag
     # Rerunning is a no-op that keeps the files.
     again = get_problem("parsing_trees").generate_data(
         data_dir,
@@ -258,9 +286,19 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
         tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), max_to_keep=1
     ).save()
     lines = ["John has a dog .", "", "dog", "John has John has John has ."]
-    config = DecodeConfig(str(output_dir), beam_size=2, extra_length=8)
-    translator = load_translator(config)  # what run_decode uses
     problem = get_problem("parsing_trees")
+    # The problem's default, constrained search: trees that need no repair.
+    translator = load_translator(DecodeConfig(str(output_dir), beam_size=2, extra_length=8))
+    assert translator.options.constrained
+    translator.postprocess = lambda source, output: output
+    for line, found in zip(lines, translator.translate(lines, ["in.txt"] * 4), strict=True):
+        if line:
+            tokens = found[0].text.split()
+            assert linearize(delinearize(tokens, line.split())) == found[0].text
+            assert sum(not t.startswith(("(", ")")) for t in tokens) == len(line.split())
+    # Unconstrained: garbage, repaired.
+    config = DecodeConfig(str(output_dir), beam_size=2, extra_length=8, constrained=False)
+    translator = load_translator(config)  # what run_decode uses
     assert translator.postprocess.__func__ is type(problem).postprocess
     out = [h[0].text if h else "" for h in translator.translate(lines, ["in.txt"] * 4)]
     assert out[1] == ""
