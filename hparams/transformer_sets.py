@@ -51,7 +51,7 @@ transformer_parsing_small = transformer_base.replace(
     max_length=256,
     learning_rate=0.5,
     warmup_steps=200,
-    train_steps=5000,
+    train_steps=20000,  # make demo-parse stops on time first (about 7,500 steps)
     max_positions=512,
     precision="mixed_bfloat16",
 )

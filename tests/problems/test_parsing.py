@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from t2t_lite.metrics.evalb import evaluate_files
 from t2t_lite.problems import get_problem, read_metadata
-from t2t_lite.problems.parsing import parsing_vocab
+from t2t_lite.problems.parsing import parsing_vocab, tag_table
 from t2t_lite.problems.parsing_trees import delinearize, linearize
 from t2t_lite.problems.pipeline import parse_examples
 from t2t_lite.text import load_tokenizer
@@ -122,8 +122,13 @@ def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
     assert (constraint.max_depth, constraint.max_opens) == (3, 2)
     table = constraint.tag_table.numpy()
     tags = [i for i, t in enumerate(vocab) if i < size and t[0] not in "()" and i > 2]
-    assert table[vocab.index("dog")].nonzero()[0].tolist() == [vocab.index("NN")]
     assert table[2].nonzero()[0].tolist() == tags  # <unk>: every tag
+    # Every word is rarer than TAG_MIN_COUNT here: any tag; seen once is enough with 1.
+    assert table[vocab.index("dog")].nonzero()[0].tolist() == tags
+    with open(os.path.join(data_dir, "tags.json")) as f:
+        strict = tag_table(json.load(f)["tags"], vocab, min_count=1)
+    assert strict[vocab.index("dog")].nonzero()[0].tolist() == [vocab.index("NN")]
+    assert strict[vocab.index(".")].nonzero()[0].tolist() == [vocab.index(".")]
     # Rerunning is a no-op that keeps the files.
     again = get_problem("parsing_trees").generate_data(
         data_dir,
@@ -349,3 +354,17 @@ def test_fix_punctuation_tags():
     assert str(fix_punctuation_tags(tree)) == (
         "(S ('' \") (NP (XX John)) ('' \u201d) (. -) (VP (, ,) (CD 3)))"
     )
+
+
+def test_tree_statistics_bounds_unary_chains_by_coverage():
+    from t2t_lite.problems.parsing import tree_statistics
+
+    pairs = [("a", "(S (NP X )NP )S")] * 98 + [
+        ("a b", "(S (VP (S (NP X )NP )S )VP Y )S"),
+        ("a", "(S (A (B (C (D (E X )E )D )C )B )A )S"),
+    ]
+    stats = tree_statistics(pairs)
+    assert (stats["max_depth"], stats["max_opens"]) == (6, 4)  # 98 of 100 have 2, 99 <= 4
+    assert tree_statistics(pairs, coverage=0.98)["max_opens"] == 2
+    assert tree_statistics(pairs, coverage=1.0)["max_opens"] == 6
+    assert stats["tags"] == {"a": {"X": 100}, "b": {"Y": 1}}
