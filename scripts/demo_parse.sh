@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GUM_DIR=${GUM_DIR:-../shared/data/gum}
 DEMO_DIR=${DEMO_DIR:-/tmp/t2t_demo_parse}
-TRAIN_MINUTES=${TRAIN_MINUTES:-24}
-BEAM_SIZE=${BEAM_SIZE:-4}
+TRAIN_MINUTES=${TRAIN_MINUTES:-20}
+BEAM_SIZE=${BEAM_SIZE:-21}  # the paper's (the problem's default, alpha 0.3)
 HPARAMS=${HPARAMS:-}
 BIN=.venv/bin
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
