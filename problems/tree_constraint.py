@@ -95,14 +95,11 @@ class TreeConstraint:
         batch = tf.shape(inputs)[0]
         words = tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1) - 1
         zeros = tf.zeros([batch], tf.int32)
-        false = tf.zeros([batch], tf.bool)
         return {
             "words": tf.maximum(words, 0),  # source words (EOS not counted)
             "room": tf.broadcast_to(tf.cast(max_lengths, tf.int32), [batch]),  # tokens left
             "leaves": zeros,  # tags emitted
             "depth": zeros,  # phrases open
-            "started": false,  # any tag or bracket emitted
-            "fresh": false,  # the last token opened a phrase
             "opens": zeros,  # phrases opened since the last tag or closing bracket
             "stack": tf.zeros([batch, self.max_depth], tf.int32),  # open phrases, outermost first
             "inputs": tf.cast(inputs, tf.int32),  # the source ids, for the tag dictionary
@@ -123,8 +120,6 @@ class TreeConstraint:
             "room": state["room"] - tf.cast(counts, tf.int32),
             "leaves": state["leaves"] + tf.cast(tf.equal(kind, TAG), tf.int32),
             "depth": depth,
-            "started": state["started"] | counts,
-            "fresh": tf.where(counts, is_open, state["fresh"]),
             "opens": tf.where(is_open, state["opens"] + 1, tf.where(counts, 0, state["opens"])),
             "stack": stack,
             "inputs": state["inputs"],
@@ -132,15 +127,19 @@ class TreeConstraint:
 
     def allowed(self, state: dict[str, tf.Tensor], width: int) -> tf.Tensor:
         kinds, opener = self.kinds[:width], self.opener[:width]
-        depth, started = state["depth"], state["started"]
+        depth = state["depth"]
         left = state["words"] - state["leaves"]  # words still without a tag
         inside = depth > 0
+        # Tags come only inside phrases, so something was emitted iff a phrase is open or a
+        # word tagged; the last token opened a phrase iff phrases opened since the last tag/close.
+        started = inside | (state["leaves"] > 0)
+        fresh = state["opens"] > 0
         can_tag = (left > 0) & inside
         # After "(X": a tag per word left, depth + 1 closing brackets and EOS.
         fits = left + depth + 3 <= state["room"]
         can_open = (left > 0) & (inside | ~started) & (depth < self.max_depth) & fits
         can_open &= state["opens"] < self.max_opens
-        can_close = inside & ~state["fresh"] & ((depth > 1) | (left <= 0))
+        can_close = inside & ~fresh & ((depth > 1) | (left <= 0))
         can_end = started & ~inside & (left <= 0)
         top = tf.gather(state["stack"], tf.maximum(depth - 1, 0), batch_dims=1)  # --> [rows]
 
