@@ -58,3 +58,21 @@ def label_smoothed_loss(logits, targets, eps):
             total += -(dist * log_probs[b, t]).sum()
             nll_total += -log_probs[b, t, y]
     return total, nll_total, float((targets != 0).sum())
+
+
+def label_smoothed_loss_gradient(logits, targets, eps, on_smoothed, on_nll):
+    """d/dlogits of on_smoothed * smoothed sum + on_nll * nll sum: per non-padding token,
+    on_smoothed * (p - q) + on_nll * (p - onehot), q the smoothed target distribution."""
+    vocab = logits.shape[-1]
+    probs = softmax(logits.astype(np.float64))
+    grad = np.zeros_like(probs)
+    for b in range(targets.shape[0]):
+        for t in range(targets.shape[1]):
+            y = targets[b, t]
+            if y == 0:
+                continue
+            dist = np.full(vocab, eps / (vocab - 1))
+            dist[y] = 1 - eps
+            onehot = np.eye(vocab)[y]
+            grad[b, t] = on_smoothed * (probs[b, t] - dist) + on_nll * (probs[b, t] - onehot)
+    return grad

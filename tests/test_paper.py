@@ -16,7 +16,7 @@ from t2t_lite.model import Transformer
 from t2t_lite.schedules import RsqrtWarmupSchedule, create_optimizer, paper_learning_rate
 
 from conftest import assert_close
-from numpy_reference import label_smoothed_loss
+from numpy_reference import label_smoothed_loss, label_smoothed_loss_gradient
 
 VOCAB = 37000
 
@@ -104,6 +104,21 @@ def test_label_smoothed_loss_matches_numpy(eps):
     assert_close(loss, expected[0])
     assert_close(nll, expected[1])
     assert float(count) == expected[2] == 5.0
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("on_smoothed,on_nll", [(1.0, 0.0), (0.0, 1.0), (2.0, -3.0)])
+def test_label_smoothed_loss_gradient_matches_numpy(eps, on_smoothed, on_nll):
+    # The loss's closed-form gradient against the NumPy formula, for either sum and a mix.
+    rng = np.random.default_rng(1)
+    logits = tf.constant(rng.normal(size=(2, 4, 7)).astype(np.float32) * 3)
+    targets = np.array([[3, 4, 1, 0], [2, 6, 0, 0]])
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        loss, nll, _ = label_smoothed_cross_entropy(logits, targets, eps)
+        total = on_smoothed * loss + on_nll * nll
+    expected = label_smoothed_loss_gradient(logits.numpy(), targets, eps, on_smoothed, on_nll)
+    assert_close(tape.gradient(total, logits), expected)
 
 
 def test_flops_count_every_matrix_product():

@@ -64,9 +64,31 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(self.attention_dropout, dtype=self.dtype_policy)
         self.built = True
 
+    def _project(self, x: tf.Tensor, layer: keras.layers.EinsumDense) -> tf.Tensor:
+        """x [batch, length, d_model] times `layer`'s kernel [d_model, h, d] --> [b, length, h, d].
+
+        One 2-D product over all positions. EinsumDense's own call multiplies the 3-D input by the
+        kernel as a batched matmul that broadcasts the kernel, whose gradient builds a
+        [batch, d_model, h * d] tensor and sums it over the batch (bench/NOTES.md).
+        """
+        kernel = tf.cast(layer.kernel, self.compute_dtype)
+        flat = tf.matmul(tf.reshape(x, [-1, self.d_model]), tf.reshape(kernel, [self.d_model, -1]))
+        shape = tf.concat([tf.shape(x)[:-1], [self.num_heads, kernel.shape[-1]]], axis=0)
+        return tf.reshape(flat, shape)
+
+    def _project_output(self, context: tf.Tensor) -> tf.Tensor:
+        """context [batch, length, h, d_v] times W^O [h, d_v, d_model] --> [b, length, d_model]."""
+        kernel = tf.cast(self.output_dense.kernel, self.compute_dtype)
+        width = self.num_heads * self.value_dim
+        flat = tf.matmul(tf.reshape(context, [-1, width]), tf.reshape(kernel, [width, -1]))
+        return tf.reshape(flat, tf.concat([tf.shape(context)[:-2], [self.d_model]], axis=0))
+
     def project_memory(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
         """[batch, length, d_model] --> keys [b, length, h, d_k] and values [b, length, h, d_v]."""
-        return {"key": self.key_dense(memory), "value": self.value_dense(memory)}
+        return {
+            "key": self._project(memory, self.key_dense),
+            "value": self._project(memory, self.value_dense),
+        }
 
     def project_memory_heads(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
         """The decoding layout of `project_memory`: keys [b, h, length, d_k], values [b, h,
@@ -87,7 +109,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self, query, memory=None, attention_mask=None, cache=None, decode_index=None, training=None
     ):
         """Returns [batch, query_length, d_model], and the new cache when decoding."""
-        q = self.query_dense(query)  # --> [batch, q, heads, d_k]
+        q = self._project(query, self.query_dense)  # --> [batch, q, heads, d_k]
         if decode_index is not None:
             step = self.project_memory(query)  # --> [batch, 1, heads, d]
             cache = {
@@ -103,7 +125,8 @@ class MultiHeadAttention(keras.layers.Layer):
     def attention_weights(self, query, memory=None, attention_mask=None):
         """Softmax attention weights [batch, heads, query, key], for visualization."""
         kv = self.project_memory(query if memory is None else memory)
-        return self._weights(self.query_dense(query), kv["key"], attention_mask, training=False)
+        q = self._project(query, self.query_dense)
+        return self._weights(q, kv["key"], attention_mask, training=False)
 
     def _weights(self, q, k, mask, training):
         scores = tf.einsum("bqhk,bthk->bhqt", q, k) * (self.key_dim**-0.5)
@@ -117,7 +140,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def _attend(self, q, k, v, mask, training):
         weights = self._weights(q, k, mask, training)  # --> [batch, heads, q, key]
         context = tf.einsum("bhqt,bthv->bqhv", weights, v)  # --> [batch, q, heads, d_v]
-        return self.output_dense(context)
+        return self._project_output(context)
 
     def _attend_heads(self, q, k, v, mask):
         """Attention of queries q [rows, q, h, d_k] over keys k [b, h, key, d_k] and values
@@ -139,7 +162,7 @@ class MultiHeadAttention(keras.layers.Layer):
         context = tf.matmul(weights, v)  # --> [b, h, g * q, d_v]
         context = tf.transpose(context, [0, 2, 1, 3])  # --> [b, g * q, h, d_v]
         context = tf.reshape(context, [rows, length, self.num_heads, -1])
-        return self.output_dense(context)
+        return self._project_output(context)
 
     def get_config(self):
         config = super().get_config()
