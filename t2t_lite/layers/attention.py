@@ -129,7 +129,12 @@ class MultiHeadAttention(keras.layers.Layer):
         return self._weights(q, kv["key"], attention_mask, training=False)
 
     def _weights(self, q, k, mask, training):
-        scores = tf.einsum("bqhk,bthk->bhqt", q, k) * (self.key_dim**-0.5)
+        """q [batch, q, h, d_k], k [batch, key, h, d_k] --> weights [batch, h, q, key]."""
+        return self._weights_heads(_heads_first(q), _heads_first(k), mask, training)
+
+    def _weights_heads(self, q, k, mask, training):
+        """The same in the heads-first layout: q [b, h, q, d_k], k [b, h, key, d_k]."""
+        scores = tf.matmul(q, k, transpose_b=True) * tf.cast(self.key_dim**-0.5, q.dtype)
         # The softmax runs in float32 so that mixed precision cannot overflow the mask value.
         scores = tf.cast(scores, tf.float32)
         if mask is not None:
@@ -138,9 +143,12 @@ class MultiHeadAttention(keras.layers.Layer):
         return self.dropout(weights, training=training)
 
     def _attend(self, q, k, v, mask, training):
-        weights = self._weights(q, k, mask, training)  # --> [batch, heads, q, key]
-        context = tf.einsum("bhqt,bthv->bqhv", weights, v)  # --> [batch, q, heads, d_v]
-        return self._project_output(context)
+        # Plain batched matmuls over [batch, heads] in the heads-first layout; tf.einsum in the
+        # projections' [batch, length, heads, d] layout transposed its operands itself on every
+        # call (5% of the whole training step, bench/NOTES.md).
+        weights = self._weights_heads(_heads_first(q), _heads_first(k), mask, training)
+        context = tf.matmul(weights, _heads_first(v))  # --> [batch, heads, q, d_v]
+        return self._project_output(_heads_first(context))  # --> [batch, q, d_model]
 
     def _attend_heads(self, q, k, v, mask):
         """Attention of queries q [rows, q, h, d_k] over keys k [b, h, key, d_k] and values
@@ -174,6 +182,11 @@ class MultiHeadAttention(keras.layers.Layer):
             attention_dropout=self.attention_dropout,
         )
         return config
+
+
+def _heads_first(x: tf.Tensor) -> tf.Tensor:
+    """[batch, length, heads, d] <--> [batch, heads, length, d] (the same swap both ways)."""
+    return tf.transpose(x, [0, 2, 1, 3])
 
 
 def _write_at(buffer: tf.Tensor, update: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
