@@ -66,6 +66,71 @@ def _log_probs(logits: tf.Tensor, pad_id: int | None) -> tf.Tensor:
     return tf.where(is_pad[None, :], NEG_INF, log_probs)
 
 
+def _block_size(vocab: int | None, k: int) -> int:
+    """The block width for `_top_k` over `vocab` columns: a divisor of `vocab` near
+    sqrt(vocab / k), which balances the two stages; 0 where none fits (plain top-k then)."""
+    if vocab is None or vocab < 64 * k:
+        return 0
+    target = (vocab / k) ** 0.5
+    divisors = [b for b in range(8, 257) if vocab % b == 0 and vocab // b >= k]
+    return min(divisors, key=lambda b: abs(b - target)) if divisors else 0
+
+
+def _top_k(values: tf.Tensor, k: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """`tf.math.top_k(values, k)` of [rows, vocab] float32, the same values and ids (lower id
+    first among equal values), in two cheaper stages where the vocabulary splits into blocks.
+
+    TensorFlow's top-k over 8,000 columns took as long as the step's pre-softmax matmul on this
+    CPU (bench/NOTES.md). Instead: each block's maximum (one vectorized reduction), the k blocks
+    with the largest maxima, then the top k among those k blocks' entries. Exact: a block that
+    holds one of the k best entries has a maximum at least that entry's, so it ranks among the
+    k best blocks; blocks are visited in column order, so ties keep TensorFlow's order.
+    """
+    vocab = values.shape[-1]
+    block = _block_size(vocab, k)
+    if not block:
+        return tf.math.top_k(values, k)
+    rows = tf.shape(values)[0]
+    blocks = tf.reshape(values, [rows, vocab // block, block])
+    _, chosen = tf.math.top_k(tf.reduce_max(blocks, axis=-1), k)  # --> [rows, k] block ids
+    chosen = tf.sort(chosen, axis=-1)
+    candidates = tf.reshape(tf.gather(blocks, chosen, batch_dims=1), [rows, k * block])
+    best, where = tf.math.top_k(candidates, k)
+    ids = tf.gather(chosen, where // block, batch_dims=1) * block + where % block
+    return best, ids
+
+
+def _best_log_probs(logits: tf.Tensor, k: int, pad_id: int | None) -> tuple[tf.Tensor, tf.Tensor]:
+    """The k largest logits of each row of [rows, vocab] (k + 1 when `pad_id` could be among
+    them) as log-probs, best first, and their ids; the padding id's log-prob is -inf.
+
+    The log-normalizer comes from the row's softmax (one fused kernel) at its best token,
+    softmax = exp(best - logsumexp), so the log-softmax is never formed over the vocabulary.
+    """
+    logits = tf.cast(logits, tf.float32)
+    width, vocab = k + (pad_id is not None), logits.shape[-1]
+    width = min(width, vocab) if vocab is not None else tf.minimum(width, tf.shape(logits)[-1])
+    best, ids = _top_k(logits, width)
+    top_prob = tf.gather(tf.nn.softmax(logits, axis=-1), ids[:, :1], batch_dims=1)  # [rows, 1]
+    log_probs = best - (best[:, :1] - tf.math.log(top_prob))
+    if pad_id is not None:
+        log_probs = tf.where(tf.equal(ids, pad_id), NEG_INF, log_probs)
+    return log_probs, ids
+
+
+def _shape_invariants(loop_vars: Any) -> Any:
+    """A search loop's shape invariants: every axis of size 0 at the start may grow (a model
+    cache that gains a position per step, as `Transformer.init_cache` makes); the rest keep
+    their static shapes."""
+
+    def invariant(t):
+        if t.shape.rank is None:
+            return tf.TensorShape(None)
+        return tf.TensorShape([None if d == 0 else d for d in t.shape])
+
+    return tf.nest.map_structure(invariant, loop_vars)
+
+
 def _write_column(seq: tf.Tensor, position: tf.Tensor, tokens: tf.Tensor) -> tf.Tensor:
     """Writes tokens [...] into the all-zero column `position` of seq [..., length]."""
     column = tf.one_hot(position, tf.shape(seq)[-1], dtype=seq.dtype)  # --> [length]
@@ -124,20 +189,19 @@ def beam_search(
     empty = tf.fill([batch, k], NEG_INF)
     batch_offsets = tf.range(batch)[:, None] * k  # --> [batch, 1]
     top_ranks = tf.range(2 * k)[None, :] < k  # --> [1, 2k]
-    per_row = 2 * k + (pad_id is not None)
 
-    def body(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache):
+    def body(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents):
         ids = tf.reshape(seq[:, :, i], [-1])  # [batch, k] --> [batch * k]
+        # The cache rows of each live beam's parent, gathered here rather than at the end of the
+        # previous step: a fresh tensor is then the step function's only input, and a cache
+        # write into it (tf.tensor_scatter_nd_update) can reuse its buffer instead of copying
+        # it, which TensorFlow does for a loop variable (bench/NOTES.md).
+        cache = tf.nest.map_structure(lambda t: tf.gather(t, parents), cache)
         logits, cache = step_fn(ids, i, cache)
         # The best 2k continuations of a sentence include at most 2k of each beam, so each row
         # first keeps its own best (2k, one more when it could be the padding id that is then
         # dropped) by logit; log-probs are computed only for those, as logit - logsumexp.
-        logits = tf.cast(logits, tf.float32)  # --> [batch * k, vocab]
-        lse = tf.reduce_logsumexp(logits, axis=-1, keepdims=True)  # --> [batch * k, 1]
-        row_lp, row_token = tf.math.top_k(logits, tf.minimum(per_row, tf.shape(logits)[-1]))
-        row_lp = row_lp - lse
-        if pad_id is not None:
-            row_lp = tf.where(tf.equal(row_token, pad_id), NEG_INF, row_lp)
+        row_lp, row_token = _best_log_probs(logits, 2 * k, pad_id)  # --> [batch * k, n]
         # Candidate j * n + r extends beam j with its r-th token: [batch, k, n] --> [batch, k*n].
         n = tf.shape(row_lp)[-1]
         flat_lp = tf.reshape(alive_lp[:, :, None] + tf.reshape(row_lp, [batch, k, n]), [batch, -1])
@@ -163,11 +227,10 @@ def beam_search(
         alive_lp, alive = tf.math.top_k(tf.where(is_eos | at_max, NEG_INF, cand_lp), k)
         seq = tf.gather(cand_seq, alive, batch_dims=1)  # --> [batch, k, total + 1]
         # The cache rows of each new beam's parent: [batch, k] --> [batch * k].
-        rows = tf.reshape(tf.gather(origin, alive, batch_dims=1) + batch_offsets, [-1])
-        cache = tf.nest.map_structure(lambda t: tf.gather(t, rows), cache)
-        return i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache
+        parents = tf.reshape(tf.gather(origin, alive, batch_dims=1) + batch_offsets, [-1])
+        return i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents
 
-    def cond(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache):
+    def cond(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents):
         # A live log-prob L <= 0 only falls, and lp is monotone in the length, so the best final
         # score of a live hypothesis is L / lp at the shortest or the longest reachable length.
         best = alive_lp[:, 0]  # --> [batch]
@@ -177,11 +240,10 @@ def beam_search(
         done = (i >= max_lengths) | (fin_scores[:, nbest - 1] >= bound)
         return tf.logical_not(tf.reduce_all(done))
 
-    _, _, _, fin_seq, fin_scores, fin_lp, _ = tf.while_loop(
-        cond,
-        body,
-        (tf.constant(0), seq, alive_lp, tf.zeros_like(seq), empty, empty, cache),
-        maximum_iterations=total,
+    start = (tf.constant(0), seq, alive_lp, tf.zeros_like(seq), empty, empty, cache)
+    start = (*start, tf.range(batch * k))
+    _, _, _, fin_seq, fin_scores, fin_lp, _, _ = tf.while_loop(
+        cond, body, start, _shape_invariants(start), maximum_iterations=total
     )
     # [batch, k, total + 1] --> [batch, nbest, total], dropping the start position.
     return SearchResult(fin_seq[:, :nbest, 1:], fin_scores[:, :nbest], fin_lp[:, :nbest])
@@ -236,9 +298,21 @@ def sample_search(
     total = tf.reduce_max(max_lengths)
     seed = tf.cast(seed, tf.int32)
 
-    def choose(log_probs, i):
+    def choose(logits, i):
+        """The next token [batch] and its log-prob under the model."""
         if temperature == 0.0:
-            return tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+            # The best token other than padding: the first of the row's best two when the best
+            # is padding (its log-prob -inf); no log-softmax over the vocabulary.
+            best_lp, best = _best_log_probs(logits, 1, pad_id)  # --> [batch, 1 or 2]
+            first = best_lp[:, 0] > NEG_INF
+            return tf.where(first, best[:, 0], best[:, -1]), tf.where(
+                first, best_lp[:, 0], best_lp[:, -1]
+            )
+        log_probs = _log_probs(logits, pad_id)  # --> [batch, vocab]
+        token = _sample(log_probs, i)
+        return token, tf.gather(log_probs, token, batch_dims=1)
+
+    def _sample(log_probs, i):
         logits = log_probs / temperature
         if top_k:
             logits = _filter_top_k(logits, top_k)
@@ -249,9 +323,8 @@ def sample_search(
 
     def body(i, seq, done, total_lp, cache):
         logits, cache = step_fn(seq[:, i], i, cache)
-        log_probs = _log_probs(logits, pad_id)  # --> [batch, vocab]
-        token = tf.where(done, 0, choose(log_probs, i))  # --> [batch]
-        token_lp = tf.gather(log_probs, token, batch_dims=1)
+        token, token_lp = choose(logits, i)  # --> [batch], [batch]
+        token = tf.where(done, 0, token)
         total_lp += tf.where(done, 0.0, token_lp)
         done |= tf.equal(token, eos_id) | (i + 1 >= max_lengths)
         return i + 1, _write_column(seq, i + 1, token), done, total_lp, cache
@@ -261,7 +334,9 @@ def sample_search(
 
     seq = tf.zeros([batch, total + 1], tf.int32)
     start = (tf.constant(0), seq, tf.zeros([batch], tf.bool), tf.zeros([batch]), initial_cache)
-    _, seq, _, total_lp, _ = tf.while_loop(cond, body, start, maximum_iterations=total)
+    _, seq, _, total_lp, _ = tf.while_loop(
+        cond, body, start, _shape_invariants(start), maximum_iterations=total
+    )
     # [batch, total + 1] --> [batch, 1, total], dropping the start position.
     return SearchResult(seq[:, None, 1:], total_lp[:, None], total_lp[:, None])
 

@@ -134,7 +134,8 @@ class Transformer(keras.Model):
         return {"layers": self.decoder.project_memory(memory), "mask": memory_mask}
 
     def init_cache(self, batch: int | tf.Tensor, max_length: int | tf.Tensor) -> dict[str, Any]:
-        """The empty self-attention state of `batch` rows for up to `max_length` positions."""
+        """The empty self-attention state of `batch` rows; it grows by a position per step (for
+        up to `max_length` steps; the argument is kept for callers, the cache does not need it)."""
         return {"layers": self.decoder.init_cache(batch, max_length)}
 
     def decode_step(
@@ -152,17 +153,13 @@ class Transformer(keras.Model):
         which is never copied per beam.
         """
         x = self._embed(self._target_embedding, ids[:, None], start_index=index)
-        max_length = tf.shape(cache["layers"][0]["key"])[2]
-        # The same causal mask for every row: [1, 1, max_length].
-        self_mask = attention_mask(
-            1, tf.ones([1, max_length], tf.bool), causal=True, query_offset=index
-        )
         cross_mask = memory_state["mask"][:, None, :]  # --> [b, 1, source]
         layers = [
             {"self": own, "cross": memory_state["layers"][i]}
             for i, own in enumerate(cache["layers"])
         ]
-        x, layers = self.decoder(x, None, self_mask, cross_mask, cache=layers, decode_index=index)
+        # The self-attention cache holds exactly the positions before `index`: no mask.
+        x, layers = self.decoder(x, None, None, cross_mask, cache=layers, decode_index=index)
         logits = tf.cast(self._logits(x)[:, 0], tf.float32)
         return logits, {"layers": layers}
 

@@ -72,13 +72,48 @@ def test_beam_one_equals_greedy_with_alpha_zero():
     check_one_eos(ids)
 
 
-def test_cached_search_equals_full_prefix_recomputation():
-    model = tiny_model(vocab_size=11, seed=7)
+def test_block_size_balances_the_two_stages():
+    assert decoding._block_size(8000, 9) == 32  # sqrt(8000 / 9) = 29.8
+    assert decoding._block_size(640, 9) == 8
+    assert decoding._block_size(997, 9) == 0  # a prime: plain top-k
+    assert decoding._block_size(500, 9) == 0  # too small to split
+    assert decoding._block_size(None, 9) == 0
+
+
+@pytest.mark.parametrize("vocab,k", [(8000, 9), (8000, 1), (640, 9), (997, 3)])
+def test_two_stage_top_k_equals_tf_top_k(vocab, k):
+    rng = np.random.default_rng(vocab + k)
+    logits = rng.normal(size=(40, vocab)).astype(np.float32) * 3
+    logits[:20] = np.round(logits[:20])  # many ties: the lower id must come first
+    logits[5, :] = 2.0  # a row of one value
+    logits[6, 10:] = -np.inf  # a masked row, fewer finite entries than blocks
+    logits[7, ::2] = -1e9
+    expected = tf.math.top_k(logits, k)
+    values, ids = decoding._top_k(tf.constant(logits), k)
+    np.testing.assert_array_equal(ids.numpy(), expected.indices.numpy())
+    np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
+
+
+def test_best_log_probs_are_log_softmax_at_the_best_tokens():
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(6, 800)).astype(np.float32) * 4
+    logits[2, 0] = 50.0  # padding is the best token of row 2
+    log_probs, ids = decoding._best_log_probs(tf.constant(logits), 4, pad_id=0)
+    order = np.argsort(-logits, axis=1, kind="stable")[:, :5]
+    np.testing.assert_array_equal(ids.numpy(), order)
+    expected = np.take_along_axis(np_log_softmax(logits.astype(np.float64)), order, 1)
+    expected[ids.numpy() == 0] = -np.inf
+    np.testing.assert_allclose(log_probs.numpy(), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("vocab", [11, 640])  # 640: beam 4 takes the two-stage top-k
+def test_cached_search_equals_full_prefix_recomputation(vocab):
+    model = tiny_model(vocab_size=vocab, seed=7)
     inputs = np.array([[5, 6, 7, 1, 0, 0], [2, 3, 4, 5, 6, 1], [9, 1, 0, 0, 0, 0]], np.int32)
     results = []
     for use_cache in (True, False):
         step_fn, cache = decoding.model_step_fn(model, inputs, 8, use_cache=use_cache)
-        step_fn, cache = eos_after_input(step_fn, cache, inputs)
+        step_fn, cache = eos_after_input(step_fn, cache, inputs, vocab_size=vocab)
         results.append(decoding.beam_search(step_fn, cache, 3, 4, 0.6, 8, nbest=4))
     cached, recomputed = results
     assert (cached.ids.numpy() == 1).any()
@@ -88,7 +123,7 @@ def test_cached_search_equals_full_prefix_recomputation():
     # Every returned hypothesis carries the log-prob that the full forward pass, with the same
     # EOS bias added in NumPy, gives it.
     rows, targets = np.repeat(inputs, 4, axis=0), cached.ids.numpy().reshape(12, -1)
-    logits = model({"inputs": rows, "targets": targets}).numpy()  # [12, 8, 11]
+    logits = model({"inputs": rows, "targets": targets}).numpy()  # [12, 8, vocab]
     positions = np.arange(1, targets.shape[1] + 1)[None, :]  # the output length at each step
     logits[:, :, 1] += positions - (rows > 0).sum(axis=1, keepdims=True)  # slope 1
     token_lp = np.take_along_axis(np_log_softmax(logits), targets[..., None], -1)[..., 0]

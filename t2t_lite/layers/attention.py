@@ -15,10 +15,11 @@ class MultiHeadAttention(keras.layers.Layer):
     Call modes:
       * `layer(query, memory=None, attention_mask=m)`: full attention; `memory=None` is
         self-attention. `m` is [batch, query, key] bool.
-      * `layer(query, attention_mask=m, cache=c, decode_index=i)`: incremental self-attention.
-        `query` is [batch, 1, d_model]; its key/value are written at position `i` of the cache's
-        fixed-size [batch, heads, max_length, d] tensors (`empty_cache`), and the updated cache is
-        returned. `m` is [batch or 1, 1, max_length] bool.
+      * `layer(query, cache=c, decode_index=i)`: incremental self-attention. `query` is
+        [batch, 1, d_model], position `i`; the cache holds the keys and values [batch, heads, i,
+        d] of the positions before it (`empty_cache` for i = 0), the query attends to them and to
+        itself, and the cache grown by its key and value is returned. No mask is needed: every
+        cached position precedes the query.
       * `layer(query, attention_mask=m, cache=c)`: attention over precomputed
         `project_memory_heads(memory)` of b sentences, where `query` has b * g rows (g beams per
         sentence, consecutive). `m` is [b, query, key] bool.
@@ -98,10 +99,16 @@ class MultiHeadAttention(keras.layers.Layer):
             for name, value in self.project_memory(memory).items()
         }
 
-    def empty_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int) -> dict:
-        """Self-attention keys [batch, h, max_length, d_k] and values [.., d_v], all zero."""
+    def empty_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int = 0) -> dict:
+        """Self-attention keys [batch, h, 0, d_k] and values [batch, h, 0, d_v]: no positions yet.
+
+        The cache grows by one position per step (a concatenation), so a step copies and attends
+        over the positions so far, not a `max_length` buffer. Its zero-length axis tells the
+        searches (`t2t_lite.decoding`) which axis grows. `max_length` is not needed.
+        """
+        del max_length
         return {
-            name: tf.zeros([batch, self.num_heads, max_length, dim], self.compute_dtype)
+            name: tf.zeros([batch, self.num_heads, 0, dim], self.compute_dtype)
             for name, dim in (("key", self.key_dim), ("value", self.value_dim))
         }
 
@@ -113,8 +120,9 @@ class MultiHeadAttention(keras.layers.Layer):
         if decode_index is not None:
             step = self.project_memory(query)  # --> [batch, 1, heads, d]
             cache = {
-                name: _write_at(cache[name], step[name], decode_index) for name in ("key", "value")
-            }
+                name: tf.concat([cache[name], _heads_first(step[name])], axis=2)
+                for name in ("key", "value")
+            }  # --> [batch, heads, decode_index + 1, d]
             output = self._attend_heads(q, cache["key"], cache["value"], attention_mask)
             return output, cache
         if cache is not None:
@@ -187,21 +195,3 @@ class MultiHeadAttention(keras.layers.Layer):
 def _heads_first(x: tf.Tensor) -> tf.Tensor:
     """[batch, length, heads, d] <--> [batch, heads, length, d] (the same swap both ways)."""
     return tf.transpose(x, [0, 2, 1, 3])
-
-
-def _write_at(buffer: tf.Tensor, update: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
-    """Writes `update` [b, 1, h, d] into `buffer` [b, h, max_length, d] at position `index`.
-
-    A scatter keeps the cache's static shape (what `tf.while_loop` needs) and is a core op that
-    TF Serving runs. On CPU it still copies the buffer (docs/design.md).
-    """
-    rows, heads = tf.shape(buffer)[0], tf.shape(buffer)[1]
-    indices = tf.stack(
-        [
-            tf.repeat(tf.range(rows), heads),
-            tf.tile(tf.range(heads), [rows]),
-            tf.fill([rows * heads], tf.cast(index, tf.int32)),
-        ],
-        axis=1,
-    )  # --> [b * h, 3]
-    return tf.tensor_scatter_nd_update(buffer, indices, tf.reshape(update, [rows * heads, -1]))

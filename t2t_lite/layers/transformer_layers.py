@@ -318,7 +318,7 @@ class Decoder(_Stack):
         return x if cache is None else (x, new_cache)
 
     def init_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int) -> list[dict]:
-        """Per layer: empty self-attention keys/values [batch, heads, max_length, d]."""
+        """Per layer: empty self-attention keys/values [batch, heads, 0, d] (they grow)."""
         return [layer.self_attention.empty_cache(batch, max_length) for layer in self.blocks]
 
     def project_memory(self, memory: tf.Tensor) -> list[dict]:

@@ -58,11 +58,11 @@ def test_incremental_cache_equals_full_self_attention():
     layer.build((None, None, 8))
     x = rng.normal(size=(2, 5, 8)).astype(np.float32)
     full = layer(x, attention_mask=attention_mask(5, tf.ones([2, 5], tf.bool), causal=True))
-    cache = layer.empty_cache(2, 5)
+    cache = layer.empty_cache(2)
     steps = []
     for i in range(5):
-        mask = attention_mask(1, tf.ones([2, 5], tf.bool), causal=True, query_offset=i)
-        out, cache = layer(x[:, i : i + 1], attention_mask=mask, cache=cache, decode_index=i)
+        assert cache["key"].shape == (2, 2, i, 4)  # the positions before i
+        out, cache = layer(x[:, i : i + 1], cache=cache, decode_index=i)
         steps.append(out.numpy())
     assert np.abs(np.concatenate(steps, 1) - full.numpy()).max() < 1e-5
 
