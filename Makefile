@@ -15,7 +15,7 @@ $(STAMP): setup.py
 	touch $(STAMP)
 
 test: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q tests
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q --durations=15 tests
 
 test-slow: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -m slow tests

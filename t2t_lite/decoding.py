@@ -193,9 +193,8 @@ def beam_search(
     def body(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents):
         ids = tf.reshape(seq[:, :, i], [-1])  # [batch, k] --> [batch * k]
         # The cache rows of each live beam's parent, gathered here rather than at the end of the
-        # previous step: a fresh tensor is then the step function's only input, and a cache
-        # write into it (tf.tensor_scatter_nd_update) can reuse its buffer instead of copying
-        # it, which TensorFlow does for a loop variable (bench/NOTES.md).
+        # previous step: the model's cache is still empty at step 0 (nothing to copy) and the
+        # last step's reorder, which nothing would read, is never made.
         cache = tf.nest.map_structure(lambda t: tf.gather(t, parents), cache)
         logits, cache = step_fn(ids, i, cache)
         # The best 2k continuations of a sentence include at most 2k of each beam, so each row
