@@ -297,21 +297,9 @@ def sample_search(
     total = tf.reduce_max(max_lengths)
     seed = tf.cast(seed, tf.int32)
 
-    def choose(logits, i):
-        """The next token [batch] and its log-prob under the model."""
+    def choose(log_probs, i):
         if temperature == 0.0:
-            # The best token other than padding: the first of the row's best two when the best
-            # is padding (its log-prob -inf); no log-softmax over the vocabulary.
-            best_lp, best = _best_log_probs(logits, 1, pad_id)  # --> [batch, 1 or 2]
-            first = best_lp[:, 0] > NEG_INF
-            return tf.where(first, best[:, 0], best[:, -1]), tf.where(
-                first, best_lp[:, 0], best_lp[:, -1]
-            )
-        log_probs = _log_probs(logits, pad_id)  # --> [batch, vocab]
-        token = _sample(log_probs, i)
-        return token, tf.gather(log_probs, token, batch_dims=1)
-
-    def _sample(log_probs, i):
+            return tf.argmax(log_probs, axis=-1, output_type=tf.int32)
         logits = log_probs / temperature
         if top_k:
             logits = _filter_top_k(logits, top_k)
@@ -322,8 +310,9 @@ def sample_search(
 
     def body(i, seq, done, total_lp, cache):
         logits, cache = step_fn(seq[:, i], i, cache)
-        token, token_lp = choose(logits, i)  # --> [batch], [batch]
-        token = tf.where(done, 0, token)
+        log_probs = _log_probs(logits, pad_id)  # --> [batch, vocab]
+        token = tf.where(done, 0, choose(log_probs, i))  # --> [batch]
+        token_lp = tf.gather(log_probs, token, batch_dims=1)
         total_lp += tf.where(done, 0.0, token_lp)
         done |= tf.equal(token, eos_id) | (i + 1 >= max_lengths)
         return i + 1, _write_column(seq, i + 1, token), done, total_lp, cache

@@ -43,11 +43,8 @@ def positional_encoding(length, d_model):
     return pe
 
 
-def label_smoothed_loss(logits, targets, eps):
-    """Sum over non-padding tokens of the cross entropy against the smoothed distribution."""
-    vocab = logits.shape[-1]
-    log_probs = np.log(softmax(logits.astype(np.float64)))
-    total = nll_total = 0.0
+def _smoothed_targets(targets, vocab, eps):
+    """(b, t, y, q) for each non-padding target y at [b, t], q its smoothed distribution."""
     for b in range(targets.shape[0]):
         for t in range(targets.shape[1]):
             y = targets[b, t]
@@ -55,8 +52,16 @@ def label_smoothed_loss(logits, targets, eps):
                 continue
             dist = np.full(vocab, eps / (vocab - 1))
             dist[y] = 1 - eps
-            total += -(dist * log_probs[b, t]).sum()
-            nll_total += -log_probs[b, t, y]
+            yield b, t, y, dist
+
+
+def label_smoothed_loss(logits, targets, eps):
+    """Sum over non-padding tokens of the cross entropy against the smoothed distribution."""
+    log_probs = np.log(softmax(logits.astype(np.float64)))
+    total = nll_total = 0.0
+    for b, t, y, dist in _smoothed_targets(targets, logits.shape[-1], eps):
+        total += -(dist * log_probs[b, t]).sum()
+        nll_total += -log_probs[b, t, y]
     return total, nll_total, float((targets != 0).sum())
 
 
@@ -66,13 +71,7 @@ def label_smoothed_loss_gradient(logits, targets, eps, on_smoothed, on_nll):
     vocab = logits.shape[-1]
     probs = softmax(logits.astype(np.float64))
     grad = np.zeros_like(probs)
-    for b in range(targets.shape[0]):
-        for t in range(targets.shape[1]):
-            y = targets[b, t]
-            if y == 0:
-                continue
-            dist = np.full(vocab, eps / (vocab - 1))
-            dist[y] = 1 - eps
-            onehot = np.eye(vocab)[y]
-            grad[b, t] = on_smoothed * (probs[b, t] - dist) + on_nll * (probs[b, t] - onehot)
+    for b, t, y, dist in _smoothed_targets(targets, vocab, eps):
+        onehot = np.eye(vocab)[y]
+        grad[b, t] = on_smoothed * (probs[b, t] - dist) + on_nll * (probs[b, t] - onehot)
     return grad

@@ -94,10 +94,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def project_memory_heads(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
         """The decoding layout of `project_memory`: keys [b, h, length, d_k], values [b, h,
         length, d_v], so that each search step multiplies them without moving them."""
-        return {
-            name: tf.transpose(value, [0, 2, 1, 3])
-            for name, value in self.project_memory(memory).items()
-        }
+        return {name: _heads_first(value) for name, value in self.project_memory(memory).items()}
 
     def empty_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int = 0) -> dict:
         """Self-attention keys [batch, h, 0, d_k] and values [batch, h, 0, d_v]: no positions yet.
