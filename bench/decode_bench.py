@@ -21,10 +21,10 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from t2t_lite import decoding
+from t2t_lite.decode import search, transformer_step
 from t2t_lite.hparams import get_hparams
-from t2t_lite.layers.masks import EOS_ID
-from t2t_lite.model import Transformer
+from t2t_lite.model.transformer import Transformer
+from t2t_lite.vocabulary import EOS_ID
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("hparams_set", "transformer_small", "Model size.")
@@ -42,31 +42,31 @@ def make_search(model: Transformer, use_cache: bool, length: int):
     no_eos = -1e9 * tf.one_hot(EOS_ID, model.vocab_size)
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
-    def search(inputs):
-        step_fn, cache = decoding.model_step_fn(model, inputs, length, use_cache=use_cache)
+    def decode_batch(inputs):
+        step_fn, cache = transformer_step.model_step_fn(model, inputs, length, use_cache=use_cache)
 
         def step(ids, index, state):
             logits, state = step_fn(ids, index, state)
             return logits + no_eos, state
 
         batch = tf.shape(inputs)[0]
-        return decoding.beam_search(step, cache, batch, FLAGS.beam_size, 0.6, length)
+        return search.beam_search(step, cache, batch, FLAGS.beam_size, 0.6, length)
 
-    return search
+    return decode_batch
 
 
 def best_seconds(searches: list, inputs: np.ndarray, length: int) -> list[float]:
     """The best of `repeats` timed runs of each search, run in turns so that load from other
     processes falls on all of them alike."""
-    for search in searches:
-        found = search(inputs)  # traces
+    for decode_batch in searches:
+        found = decode_batch(inputs)  # traces
         if (found.ids.numpy()[:, 0] > 0).sum(-1).min() != length:
             raise AssertionError("outputs did not run to the requested length")
     best = [float("inf")] * len(searches)
     for _ in range(FLAGS.repeats):
-        for i, search in enumerate(searches):
+        for i, decode_batch in enumerate(searches):
             start = time.perf_counter()
-            search(inputs).ids.numpy()
+            decode_batch(inputs).ids.numpy()
             best[i] = min(best[i], time.perf_counter() - start)
     return best
 

@@ -1,7 +1,7 @@
 """Does the input pipeline outrun training? Tokens per second delivered vs. consumed.
 
 Measures, in one process on this machine:
-  1. the pipeline (`t2t_lite.problems.pipeline`): shuffled, bucketed batches of `--hparams_set`'s
+  1. the pipeline (`t2t_lite.data.pipeline`): shuffled, bucketed batches of `--hparams_set`'s
      token budget, read from a finished `--data_dir` or from synthetic shards shaped like the
      LibreOffice-help corpus (25,000 pairs, mean length about 22 tokens);
   2. training: a plain Keras/TF train step (forward, label-smoothed loss, gradients, Adam) of
@@ -21,14 +21,14 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from t2t_lite import atomic_io
+from t2t_lite.data.pipeline import make_dataset_from_files
+from t2t_lite.data.shards import serialize_example
 from t2t_lite.hparams import get_hparams
-from t2t_lite.losses import label_smoothed_cross_entropy
-from t2t_lite.model import Transformer
+from t2t_lite.model.losses import label_smoothed_cross_entropy
+from t2t_lite.model.transformer import Transformer
 from t2t_lite.problems import read_metadata
-from t2t_lite.problems.pipeline import make_dataset_from_files
-from t2t_lite.problems.shards import serialize_example
-from t2t_lite.schedules import create_optimizer
+from t2t_lite.runtime import atomic_io
+from t2t_lite.train.schedules import create_optimizer
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", None, "A finished data_dir; synthetic shards when not given.")

@@ -88,7 +88,7 @@ def _train_table(runs) -> list[str]:
         lines += [
             "",
             f"Model FLOPs per target token of a training step: {flops / 1e6:.1f} M "
-            "(`3 x t2t_lite.flops.forward_flops_per_token`, the same for every peer: one "
+            "(`3 x t2t_lite.model.flops.forward_flops_per_token`, the same for every peer: one "
             "architecture).",
         ]
     return lines

@@ -29,7 +29,7 @@ from absl import app, flags
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
 import report  # noqa: E402
 
-from t2t_lite import atomic_io  # noqa: E402
+from t2t_lite.runtime import atomic_io  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("parts", ["train", "decode", "pipeline", "breakdown"], "Which parts to run.")

@@ -1,4 +1,4 @@
-"""Training throughput of the real step (t2t_lite.train_step.Trainer) in tokens per second.
+"""Training throughput of the real step (t2t_lite.train.step.Trainer) in tokens per second.
 
 Times `Trainer.train_step` -- the same tf.distribute step t2t-train runs, with the global
 all-reduce, the non-finite check and Adam -- on `--hparams_set` (transformer_small by default)
@@ -21,9 +21,9 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from t2t_lite import atomic_io, distribute
 from t2t_lite.hparams import get_hparams
-from t2t_lite.train_step import Trainer
+from t2t_lite.runtime import atomic_io, distribute
+from t2t_lite.train.step import Trainer
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("hparams_set", "transformer_small", "Model and batch size to measure.")

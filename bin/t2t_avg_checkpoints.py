@@ -22,7 +22,7 @@ flags.mark_flag_as_required("output_dir")
 
 def main(argv):
     del argv
-    from t2t_lite import checkpoints, run_info
+    from t2t_lite.runtime import checkpoints, run_info
 
     info = run_info.RunInfo.load(F.output_dir)
     source = os.path.join(F.output_dir, run_info.CHECKPOINT_DIR)

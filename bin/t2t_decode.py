@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
-from t2t_lite.decode_runner import DecodeConfig, run_decode
+from t2t_lite.decode.runner import DecodeConfig, run_decode
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", None, "The training run's directory.", required=True)

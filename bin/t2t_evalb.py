@@ -13,8 +13,8 @@ import sys
 
 from absl import app, flags
 
+from t2t_lite.data.trees import TreeParseError
 from t2t_lite.metrics import evalb
-from t2t_lite.trees import TreeParseError
 
 _GOLD = flags.DEFINE_string("gold", None, "File of gold trees.", required=True)
 _TEST = flags.DEFINE_string("test", None, "Test (decoded) trees, same order.", required=True)

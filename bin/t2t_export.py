@@ -45,8 +45,8 @@ _NBEST = flags.DEFINE_integer("nbest", None, "Hypotheses of the nbest signature;
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    from t2t_lite import export  # after flag parsing: --help stays fast
     from t2t_lite.problems import import_usr_dir
+    from t2t_lite.serve import export  # after flag parsing: --help stays fast
 
     try:
         if _USR_DIR.value:

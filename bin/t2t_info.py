@@ -14,7 +14,7 @@ flags.DEFINE_bool("list", False, "List the registered hparams sets and problems,
 
 def main(argv):
     del argv
-    from t2t_lite.info import describe, list_registries
+    from t2t_lite.train.info import describe, list_registries
 
     print(
         list_registries()

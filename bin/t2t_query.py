@@ -14,7 +14,7 @@ import sys
 
 from absl import app, flags
 
-from t2t_lite import query
+from t2t_lite.serve import query
 
 _SERVER = flags.DEFINE_string("server", query.DEFAULT_SERVER, "TF Serving's REST address.")
 _MODEL = flags.DEFINE_string("model", None, "Served model name (MODEL_NAME).", required=True)

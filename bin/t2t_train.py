@@ -10,8 +10,8 @@ import sys
 
 from absl import app, flags, logging
 
-from t2t_lite.distribute import STRATEGIES
-from t2t_lite.evaluation import METRIC_DIRECTIONS
+from t2t_lite.runtime.distribute import STRATEGIES
+from t2t_lite.train.evaluation import METRIC_DIRECTIONS
 
 F = flags.FLAGS
 flags.DEFINE_string("problem", None, "Registered problem name, e.g. algorithmic_reverse.")
@@ -43,9 +43,11 @@ flags.mark_flags_as_required(["problem", "data_dir", "output_dir"])
 
 def main(argv):
     del argv
-    from t2t_lite import distribute, problems, training
-    from t2t_lite.checkpoints import CheckpointError
+    from t2t_lite import problems
     from t2t_lite.hparams import get_hparams
+    from t2t_lite.runtime import distribute
+    from t2t_lite.runtime.checkpoints import CheckpointError
+    from t2t_lite.train import loop as training
 
     strategy = distribute.create_strategy(F.strategy)  # before any other TensorFlow op
     if F.usr_dir:

@@ -21,8 +21,8 @@ flags.mark_flags_as_required(["output_dir", "inputs"])
 
 def main(argv):
     del argv
-    from t2t_lite.decode_runner import DecodeConfig, load_translator
-    from t2t_lite.visualize import sentence_attention, write_pictures
+    from t2t_lite.decode.runner import DecodeConfig, load_translator
+    from t2t_lite.decode.visualize import sentence_attention, write_pictures
 
     translator = load_translator(
         DecodeConfig(

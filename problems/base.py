@@ -22,11 +22,10 @@ from typing import Any, ClassVar
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import atomic_io
+from t2t_lite.data import Tokenizer, build_vocab, load_tokenizer, pipeline, shards, vocab_path
 from t2t_lite.hparams import HParams
-from t2t_lite.problems import pipeline, shards
 from t2t_lite.registry import Registry
-from t2t_lite.text import Tokenizer, build_vocab, load_tokenizer, vocab_path
+from t2t_lite.runtime import atomic_io
 
 METADATA = "metadata.json"
 STATE = "datagen.json"  # written first: which problem and options this data_dir is for
@@ -110,8 +109,8 @@ class Problem:
         return None
 
     def decode_constraint(self, data_dir: str, tokenizer: Any) -> Any:
-        """A `t2t_lite.decoding.Constraint` on what decoding may emit, or None (none here; the
-        parsing problems allow only well-formed trees over the sentence's words)."""
+        """A `t2t_lite.decode.constraint.Constraint` on what decoding may emit, or None (none
+        here; the parsing problems allow only well-formed trees over the sentence's words)."""
         return None
 
     def postprocess(self, source: str, output: str) -> str:
@@ -206,7 +205,7 @@ class Problem:
     ) -> tf.data.Dataset:
         """Batches {"inputs": int32 [b, s], "targets": int32 [b, t]} of a finished split.
 
-        See `t2t_lite.problems.pipeline.make_dataset_from_files` for batching and sharding.
+        See `t2t_lite.data.pipeline.make_dataset_from_files` for batching and sharding.
         """
         files = self.split_files(data_dir, split)
         return pipeline.make_dataset_from_files(

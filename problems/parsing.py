@@ -27,7 +27,8 @@ from typing import Any, ClassVar
 import numpy as np
 from absl import logging
 
-from t2t_lite import atomic_io
+from t2t_lite.data import RESERVED_TOKENS
+from t2t_lite.data.tokenizers import read_vocab_list
 from t2t_lite.metrics.evalb import COLLINS
 from t2t_lite.problems.base import DecodeDefaults, Problem, register_problem
 from t2t_lite.problems.parsing_trees import (
@@ -44,8 +45,7 @@ from t2t_lite.problems.parsing_trees import (
     wsj_files,
 )
 from t2t_lite.problems.tree_constraint import TreeConstraint
-from t2t_lite.text import RESERVED_TOKENS
-from t2t_lite.text.tokenizers import read_vocab_list
+from t2t_lite.runtime import atomic_io
 
 # The paper's inference settings for parsing (section 6.3), searching well-formed trees only.
 PARSING_DECODE_DEFAULTS = DecodeDefaults(

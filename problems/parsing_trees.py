@@ -1,7 +1,7 @@
 """Constituency trees as sequences: linearization, repair, and where the trees come from.
 
 Linearization ("Grammar as a Foreign Language", Vinyals, Kaiser et al. 2014). After the
-standard preprocessing (`t2t_lite.trees.normalize_tree`: no traces, no empty constituents, no
+standard preprocessing (`t2t_lite.data.trees.normalize_tree`: no traces, no empty constituents, no
 function tags or indices, no root wrapper) a tree becomes space-separated tokens:
 
   * a phrase with label X opens with `(X` and closes with `)X`;
@@ -28,7 +28,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 
-from t2t_lite.trees import (
+from t2t_lite.data.trees import (
     Tree,
     TreeParseError,
     normalize_tree,

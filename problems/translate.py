@@ -12,8 +12,8 @@ import os
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from t2t_lite.data import check_parallel, read_parallel
 from t2t_lite.problems.base import Problem, register_problem
-from t2t_lite.text import check_parallel, read_parallel
 
 # The vocabulary is trained on at most this many pairs, taken evenly across the training data.
 VOCAB_PAIRS = 1_000_000
@@ -121,7 +121,7 @@ class Wmt14EnFr(Wmt14Problem):
 
 @register_problem("text2text")
 class Text2Text(Problem):
-    """The user's own parallel files, one sentence per line (`t2t_lite.text.read_lines`).
+    """The user's own parallel files, one sentence per line (`t2t_lite.data.read_lines`).
 
     --train_src/--train_tgt and --dev_src/--dev_tgt are required, --test_src/--test_tgt optional.
     Every file is checked (encoding, line endings, equal line counts) before anything is written.

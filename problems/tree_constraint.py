@@ -1,6 +1,6 @@
 """Constrained decoding for linearized trees: every hypothesis is a well-formed tree.
 
-A `t2t_lite.decoding.Constraint` over the linearization of `parsing_trees.linearize`. At each
+A `t2t_lite.decode.search.Constraint` over the linearization of `parsing_trees.linearize`. At each
 step it allows only the tokens that keep the output a prefix of a well-formed tree over exactly
 the sentence's words:
 
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.layers.masks import EOS_ID, PAD_ID
+from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
 # Token kinds.
 NONE, OPEN, CLOSE, TAG, EOS = 0, 1, 2, 3, 4

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.hparams import get_hparams
-from t2t_lite.model import Transformer
+from t2t_lite.model.transformer import Transformer
 
 TINY = (
     "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2,"

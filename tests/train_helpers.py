@@ -23,7 +23,7 @@ SMOOTH_ADAM = "learning_rate_schedule=constant,learning_rate=0.1,adam_epsilon=1.
 
 
 def config(output_dir: str, steps: int, save_every: int, **kwargs):
-    from t2t_lite.training import TrainConfig
+    from t2t_lite.train.loop import TrainConfig
 
     defaults = dict(eval_every=10**6, log_every=10, deterministic=True, seed=3)
     return TrainConfig(
@@ -36,8 +36,8 @@ def config(output_dir: str, steps: int, save_every: int, **kwargs):
 
 
 def run_training(output_dir: str, steps: int, save_every: int, overrides: str = "", **kwargs):
-    from t2t_lite import training
     from t2t_lite.hparams import get_hparams
+    from t2t_lite.train import loop as training
 
     hparams = get_hparams("transformer_tiny", overrides)
     cfg = config(output_dir, steps, save_every, **kwargs)
@@ -57,7 +57,7 @@ def step_once(strategy, overrides: str, batches: list[dict], initial=None):
     import tensorflow as tf
 
     from t2t_lite.hparams import get_hparams
-    from t2t_lite.train_step import Trainer
+    from t2t_lite.train.step import Trainer
 
     hparams = get_hparams("transformer_tiny", overrides)
     trainer = Trainer(hparams, FakeReverse().vocab_size, strategy)
@@ -92,7 +92,7 @@ def mirrored_main() -> None:
 
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from t2t_lite.distribute import create_strategy
+    from t2t_lite.runtime.distribute import create_strategy
 
     two = create_strategy("mirrored")
     one = tf.distribute.MirroredStrategy(devices=["/cpu:0"])

@@ -4,12 +4,12 @@
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=beam      # or greedy
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=matmul --dtype=float32
 
-train: `t2t_lite.train_step.Trainer.train_step`, the step t2t-train runs (default strategy,
+train: `t2t_lite.train.step.Trainer.train_step`, the step t2t-train runs (default strategy,
 global all-reduce, non-finite check, Adam), on transformer_small resized to the benchmark's
-configuration. beam / greedy: `t2t_lite.decoding` with the cached decoder, EOS forbidden so that
-every output runs to the target length. matmul: GFLOP/s of a [2048, 1024] x [1024, 1024] product
-(the shape of the model's largest training matmuls, scaled up) in TensorFlow, the ceiling that
-model FLOPs utilisation is measured against.
+configuration. beam / greedy: `t2t_lite.decode.search` with the cached decoder, EOS forbidden
+so that every output runs to the target length. matmul: GFLOP/s of a [2048, 1024] x [1024, 1024]
+product (the shape of the model's largest training matmuls, scaled up) in TensorFlow, the
+ceiling that model FLOPs utilisation is measured against.
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ import numpy as np  # noqa: E402
 import protocol as P  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite import decoding, distribute, flops  # noqa: E402
+from t2t_lite.decode import search, transformer_step  # noqa: E402
 from t2t_lite.hparams import get_hparams  # noqa: E402
-from t2t_lite.layers.masks import EOS_ID  # noqa: E402
-from t2t_lite.model import Transformer  # noqa: E402
-from t2t_lite.train_step import Trainer, batch_stats  # noqa: E402
+from t2t_lite.model import flops
+from t2t_lite.model.transformer import Transformer  # noqa: E402
+from t2t_lite.runtime import distribute
+from t2t_lite.train.step import Trainer, batch_stats  # noqa: E402
+from t2t_lite.vocabulary import EOS_ID  # noqa: E402
 
 PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
 
@@ -75,8 +77,8 @@ def decode(args) -> None:
     length = P.TARGET_LENGTH
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
-    def search(inputs):
-        step_fn, cache = decoding.model_step_fn(model, inputs, length)
+    def decode_batch(inputs):
+        step_fn, cache = transformer_step.model_step_fn(model, inputs, length)
 
         def step(ids, index, state):
             logits, state = step_fn(ids, index, state)
@@ -84,14 +86,14 @@ def decode(args) -> None:
 
         batch = tf.shape(inputs)[0]
         if args.task == "greedy":
-            return decoding.greedy_search(step, cache, batch, length).ids
-        return decoding.beam_search(step, cache, batch, P.BEAM, P.ALPHA, length).ids
+            return search.greedy_search(step, cache, batch, length).ids
+        return search.beam_search(step, cache, batch, P.BEAM, P.ALPHA, length).ids
 
     source = tf.constant(P.batch()[0])
     lengths = []
 
     def run():
-        ids = search(source).numpy()[:, 0]  # --> [batch, length]
+        ids = decode_batch(source).numpy()[:, 0]  # --> [batch, length]
         lengths.append(int((ids > 0).sum()))
 
     seconds = P.time_calls(run, args.steps, args.warmup, f"t2t_lite {args.task}")

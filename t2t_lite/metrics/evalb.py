@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from t2t_lite.trees import ROOT_LABELS, Tree, read_trees
+from t2t_lite.data.trees import ROOT_LABELS, Tree, read_trees
 
 OK, ERROR, SKIP = 0, 1, 2  # EVALB's status column.
 

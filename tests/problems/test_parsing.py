@@ -8,13 +8,13 @@ import os
 import pytest
 import tensorflow as tf
 
+from t2t_lite.data import load_tokenizer
+from t2t_lite.data.pipeline import parse_examples
+from t2t_lite.data.trees import parse_tree, read_trees
 from t2t_lite.metrics.evalb import evaluate_files
 from t2t_lite.problems import get_problem, read_metadata
 from t2t_lite.problems.parsing import parsing_vocab, tag_table
 from t2t_lite.problems.parsing_trees import delinearize, linearize
-from t2t_lite.problems.pipeline import parse_examples
-from t2t_lite.text import load_tokenizer
-from t2t_lite.trees import parse_tree, read_trees
 
 GUM_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "gum")
 
@@ -276,8 +276,8 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     import tensorflow as tf
     from decoding_helpers import tiny_model
 
-    from t2t_lite.decode_runner import DecodeConfig, load_translator
-    from t2t_lite.run_info import CHECKPOINT_DIR, RunInfo
+    from t2t_lite.decode.runner import DecodeConfig, load_translator
+    from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 
     data_dir, output_dir = tmp_path / "data", tmp_path / "run"
     data_dir.mkdir()
@@ -328,7 +328,7 @@ def test_cpu_parsing_hparams_set_builds():
     import numpy as np
 
     from t2t_lite.hparams import get_hparams
-    from t2t_lite.model import Transformer
+    from t2t_lite.model.transformer import Transformer
 
     hparams = get_hparams("transformer_parsing_small")
     paper = get_hparams("transformer_parsing")

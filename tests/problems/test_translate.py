@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from t2t_lite.data import LineError, WordPieceTokenizer
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import get_problem, read_metadata
-from t2t_lite.text import LineError, WordPieceTokenizer
 
 WORDS = "the a house cat dog sees small big red green runs sleeps near far".split()
 

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from decoding_helpers import np_log_softmax, tiny_model
 
-from t2t_lite import decoding
+from t2t_lite.decode import transformer_step
 from t2t_lite.problems.parsing_trees import delinearize, linearize
 from t2t_lite.problems.tree_constraint import TreeConstraint, token_kinds
 
@@ -167,10 +167,12 @@ def test_constrained_search_returns_only_trees_over_the_words(beam_size):
         inputs[row, :n] = rng.integers(3, OUTPUT, n)
         inputs[row, n] = 1
     constraint = TreeConstraint(VOCAB, reserved=3)
-    found = decoding.translate_ids(
+    found = transformer_step.translate_ids(
         model, inputs, beam_size=beam_size, alpha=0.0, extra_length=20, constraint=constraint
     )
-    plain = decoding.translate_ids(model, inputs, beam_size=beam_size, alpha=0.0, extra_length=20)
+    plain = transformer_step.translate_ids(
+        model, inputs, beam_size=beam_size, alpha=0.0, extra_length=20
+    )
     outputs, broken = found.ids.numpy()[:, 0], 0
     for row, n in enumerate(lengths):
         ids = [i for i in outputs[row] if i > 1]
@@ -199,7 +201,7 @@ def test_constrained_greedy_equals_masked_argmax():
     model = tiny_model(OUTPUT, seed=7)
     inputs = np.array([[5, 7, 8, 1], [9, 1, 0, 0]], np.int32)
     constraint = TreeConstraint(VOCAB, reserved=3)
-    found = decoding.sample_ids(model, inputs, extra_length=12, constraint=constraint)
+    found = transformer_step.sample_ids(model, inputs, extra_length=12, constraint=constraint)
     for row in range(2):
         limit = int((inputs[row] > 0).sum()) + 12  # input length + extra_length
         start = constraint.initial_state(inputs[row : row + 1], limit)

@@ -1,0 +1,1 @@
+"""Decoding: model-agnostic searches, constraints, the Transformer's step, and the decode runner."""

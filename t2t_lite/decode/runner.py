@@ -1,0 +1,380 @@
+"""What `t2t-decode` does: restore a trained model, translate or score lines, write them in order.
+
+Lines are tokenized with the run's own vocabulary (`problem.tokenizer(data_dir)`), sorted by
+length, batched by source tokens, searched with `t2t_lite.decode.search.translate_ids` inside one
+`tf.function`, and written back in input order. N lines in give N lines out: an empty or
+whitespace-only line gives an empty line; a line longer than the model's positions is truncated
+with a warning. With `nbest > 1` each input line gives `nbest` lines in the Moses n-best format
+`index ||| hypothesis ||| score` (index counted from 0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite.data import iter_raw_lines
+from t2t_lite.decode.transformer_step import score_ids, translate_ids
+from t2t_lite.runtime import atomic_io
+from t2t_lite.vocabulary import EOS_ID
+
+STDIN = "<stdin>"
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchOptions:
+    """Beam width, length-penalty alpha, output length budget (input length + extra_length) and
+    the number of hypotheses written per line."""
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    extra_length: int = 50
+    nbest: int = 1
+    constrained: bool = False
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1 or self.extra_length < 0:
+            raise ValueError(
+                f"need --beam_size >= 1 and --extra_length >= 0, got beam_size={self.beam_size}"
+                f", extra_length={self.extra_length}"
+            )
+        if not 1 <= self.nbest <= self.beam_size:
+            raise ValueError(f"--nbest={self.nbest} must be in [1, --beam_size={self.beam_size}]")
+
+    @classmethod
+    def resolve(cls, defaults: Any, **given: Any) -> SearchOptions:
+        """The given values, with None taken from `defaults` (a problem's `decode_defaults`)."""
+        values = {}
+        for field in dataclasses.fields(cls):
+            value = given.get(field.name)
+            values[field.name] = (
+                getattr(defaults, field.name, field.default) if value is None else value
+            )
+        return cls(**values)
+
+
+class Hypothesis(NamedTuple):
+    text: str
+    score: float  # log-prob / lp(length), what the beam ranks by
+    log_prob: float
+
+
+class _Progress:
+    """Logs sentences/s and tokens/s about every `every` seconds, and a summary at the end."""
+
+    def __init__(self, total: int, what: str, every: float = 10.0, enabled: bool = True):
+        self.total, self.what, self.every, self.enabled = total, what, every, enabled
+        self.start = self.last = time.monotonic()
+        self.sentences = self.tokens = 0
+
+    def update(self, sentences: int, tokens: int) -> None:
+        self.sentences += sentences
+        self.tokens += tokens
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            self._log("%s %d/%d sentences")
+
+    def finish(self) -> None:
+        self._log("%s %d/%d sentences done")
+
+    def _log(self, message: str) -> None:
+        if not self.enabled:
+            return
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        logging.info(
+            message + ", %.1f sentences/s, %.1f tokens/s",
+            self.what,
+            self.sentences,
+            self.total,
+            self.sentences / elapsed,
+            self.tokens / elapsed,
+        )
+
+
+def token_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
+    """Indices of `lengths`, sorted by length, grouped so that rows * longest <= batch_tokens
+    (a longer single row still gets its own batch)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and (len(batches[-1]) + 1) * lengths[i] <= batch_tokens:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
+    """Ragged id lists --> [rows, longest] int32, zero-padded."""
+    out = np.zeros((len(rows), max(len(r) for r in rows)), np.int32)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
+class Translator:
+    """A restored model, its tokenizer and search settings; translates and scores lines.
+
+    `translate(lines)` returns, per line, `nbest` Hypothesis (none for an empty line);
+    `score(sources, targets)` returns log p(target | source) per pair (None if either is empty).
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        options: SearchOptions,
+        batch_tokens: int = 4096,
+        postprocess: Callable[[str, str], str] | None = None,
+        constraint: Any = None,
+    ):
+        if tokenizer.vocab_size != model.vocab_size:
+            raise ValueError(
+                f"the tokenizer has {tokenizer.vocab_size} ids but the model {model.vocab_size}; "
+                "--data_dir must hold the vocabulary the model was trained with"
+            )
+        self.model, self.tokenizer, self.options = model, tokenizer, options
+        # (source line, decoded text) -> output text; a problem's `postprocess` (trees repaired
+        # over the source words for parsing).
+        self.postprocess = postprocess or (lambda source, output: output)
+        self.batch_tokens = batch_tokens
+        self.max_positions = model.hparams.max_positions
+        spec = tf.TensorSpec([None, None], tf.int32)
+        search = functools.partial(
+            translate_ids,
+            model,
+            beam_size=options.beam_size,
+            alpha=options.alpha,
+            extra_length=options.extra_length,
+            nbest=options.nbest,
+            constraint=constraint,
+        )
+        self._search = tf.function(search, input_signature=[spec])
+        self._score = tf.function(lambda x, y: score_ids(model, x, y), input_signature=[spec] * 2)
+
+    def encode(self, lines: Sequence[str], names: Sequence[str]) -> list[list[int] | None]:
+        """Texts --> ids ending in EOS, truncated to the model's positions (warning with the
+        line's name, e.g. "in.txt:7"); None for empty or whitespace-only lines."""
+        texts = [line.strip() for line in lines]
+        encoded: list[list[int] | None] = [None] * len(texts)
+        nonempty = [i for i, t in enumerate(texts) if t]
+        for start in range(0, len(nonempty), 10000):  # bounded memory for long files
+            chunk = nonempty[start : start + 10000]
+            ids = self.tokenizer.encode(tf.constant([texts[i] for i in chunk])).to_list()
+            for i, row in zip(chunk, ids, strict=True):
+                if len(row) + 1 > self.max_positions:
+                    logging.warning(
+                        "%s: %d tokens, truncated to the model's %d positions",
+                        names[i],
+                        len(row) + 1,
+                        self.max_positions,
+                    )
+                    row = row[: self.max_positions - 1]
+                encoded[i] = row + [EOS_ID]
+        return encoded
+
+    def translate(
+        self, lines: Sequence[str], names: Sequence[str], log_progress: bool = True
+    ) -> list[list[Hypothesis]]:
+        sources = self.encode(lines, names)
+        results: list[list[Hypothesis]] = [[] for _ in lines]
+        todo = [i for i, s in enumerate(sources) if s is not None]
+        progress = _Progress(len(todo), "decoded", enabled=log_progress)
+        for batch in token_batches([len(sources[i]) for i in todo], self.batch_tokens):
+            rows = [todo[j] for j in batch]
+            found = self._search(_pad([sources[i] for i in rows]))
+            ids = found.ids.numpy()  # [rows, nbest, length]
+            flat = ids.reshape(-1, ids.shape[-1])  # --> [rows * nbest, length]
+            texts = self.tokenizer.decode(flat).numpy().reshape(ids.shape[:2])  # [rows, nbest]
+            scores, log_probs = found.scores.numpy(), found.log_probs.numpy()  # [rows, nbest]
+            for r, i in enumerate(rows):
+                results[i] = [
+                    Hypothesis(
+                        self.postprocess(lines[i].strip(), text.decode("utf-8")),
+                        float(score),
+                        float(log_prob),
+                    )
+                    for text, score, log_prob in zip(texts[r], scores[r], log_probs[r], strict=True)
+                ]
+            progress.update(len(rows), int((ids[:, 0] > 0).sum()))
+        progress.finish()
+        return results
+
+    def score(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        source_names: Sequence[str],
+        target_names: Sequence[str],
+    ) -> list[float | None]:
+        source_ids = self.encode(sources, source_names)
+        target_ids = self.encode(targets, target_names)
+        todo = [i for i in range(len(sources)) if source_ids[i] and target_ids[i]]
+        results: list[float | None] = [None] * len(sources)
+        progress = _Progress(len(todo), "scored")
+        lengths = [max(len(source_ids[i]), len(target_ids[i])) for i in todo]
+        for batch in token_batches(lengths, self.batch_tokens):
+            rows = [todo[j] for j in batch]
+            inputs = _pad([source_ids[i] for i in rows])
+            expected = _pad([target_ids[i] for i in rows])
+            for i, value in zip(rows, self._score(inputs, expected).numpy(), strict=True):
+                results[i] = float(value)
+            progress.update(len(rows), int((expected > 0).sum()))
+        progress.finish()
+        return results
+
+
+def format_translations(results: Sequence[list[Hypothesis]], nbest: int) -> Iterator[str]:
+    """Output lines: one text per input when nbest == 1, else `nbest` lines
+    `index ||| text ||| score` per input (an empty input: empty texts scored 0)."""
+    for index, hyps in enumerate(results):
+        if nbest == 1:
+            yield hyps[0].text if hyps else ""
+            continue
+        hyps = hyps or [Hypothesis("", 0.0, 0.0)] * nbest
+        for hyp in hyps:
+            yield f"{index} ||| {hyp.text} ||| {hyp.score:.6f}"
+
+
+def format_scores(scores: Iterable[float | None]) -> Iterator[str]:
+    """One log-prob per line; an empty line where the source or the target was empty."""
+    for value in scores:
+        yield "" if value is None else f"{value:.6f}"
+
+
+def write_lines(lines: Iterable[str], path: str | None) -> int:
+    """Writes lines to `path` atomically (temporary file, then rename), or to stdout."""
+    count = 0
+    if not path:
+        for line in lines:
+            sys.stdout.write(line + "\n")
+            count += 1
+        sys.stdout.flush()
+        return count
+    tmp = atomic_io.temporary_path(path)
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line + "\n")
+            count += 1
+    atomic_io.commit(tmp, path)
+    return count
+
+
+def _stdin_lines() -> Iterator[tuple[int, str]]:
+    """(line number, stripped text) of stdin; invalid UTF-8 names the line."""
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{STDIN}:{number}: invalid UTF-8 at byte {e.start + 1}") from None
+        text = text.removesuffix("\n").removesuffix("\r")
+        if "\r" in text:  # the same rule as files (t2t_lite.data.lines)
+            raise ValueError(f"{STDIN}:{number}: carriage return inside a line (CR-only endings?)")
+        yield number, (text.removeprefix("\ufeff") if number == 1 else text).strip()
+
+
+def read_input(path: str | None, what: str = "--decode_from_file") -> tuple[list[str], list[str]]:
+    """All lines of `path` (or stdin when None), empty ones included, and their names
+    ("file:line") for messages."""
+    numbered = iter_raw_lines(path, what) if path else _stdin_lines()
+    lines, names = [], []
+    for number, text in numbered:
+        lines.append(text)
+        names.append(f"{path or STDIN}:{number}")
+    return lines, names
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeConfig:
+    """t2t-decode's flags; None means: from the run (RunInfo) or the problem's decode defaults."""
+
+    output_dir: str
+    checkpoint: str | None = None
+    problem: str | None = None
+    data_dir: str | None = None
+    decode_from_file: str | None = None
+    decode_to_file: str | None = None
+    score_file: str | None = None
+    beam_size: int | None = None
+    alpha: float | None = None
+    extra_length: int | None = None
+    constrained: bool | None = None
+    nbest: int = 1
+    batch_tokens: int = 4096
+
+
+def load_translator(config: DecodeConfig) -> Translator:
+    """Restores the run's model (latest or averaged checkpoint unless --checkpoint) and loads
+    the problem's tokenizer and decode defaults."""
+    from t2t_lite.problems import get_problem
+    from t2t_lite.runtime.run_info import restore_model
+
+    model, info, path = restore_model(config.output_dir, config.checkpoint)
+    logging.info("restored %s (problem %s, hparams %s)", path, info.problem, info.hparams_set)
+    if config.problem and config.problem != info.problem:
+        logging.warning(
+            "--problem=%s, but the model was trained on %s", config.problem, info.problem
+        )
+    problem = get_problem(config.problem or info.problem)
+    options = SearchOptions.resolve(
+        problem.decode_defaults,
+        beam_size=config.beam_size,
+        alpha=config.alpha,
+        extra_length=config.extra_length,
+        nbest=config.nbest,
+        constrained=config.constrained,
+    )
+    logging.info("search: %s", options)
+    data_dir = config.data_dir or info.data_dir
+    tokenizer = problem.tokenizer(data_dir)
+    constraint = problem.decode_constraint(data_dir, tokenizer) if options.constrained else None
+    if options.constrained and constraint is None:
+        raise ValueError(f"--constrained: problem {problem.name} has no decoding constraint")
+    return Translator(
+        model, tokenizer, options, config.batch_tokens, problem.postprocess, constraint
+    )
+
+
+def interactive(translator: Translator) -> None:
+    """Reads a line at a prompt, prints its translation(s); Ctrl-D ends."""
+    number = 0
+    while True:
+        try:
+            line = input("> ")
+        except EOFError:
+            print()
+            return
+        number += 1
+        results = translator.translate([line], [f"{STDIN}:{number}"], log_progress=False)
+        for out in format_translations(results, translator.options.nbest):
+            print(out, flush=True)
+
+
+def run_decode(config: DecodeConfig) -> int:
+    """Decodes (or scores) as `config` says; returns the number of lines written (or 0 after an
+    interactive session)."""
+    translator = load_translator(config)
+    if not config.decode_from_file and not config.score_file and sys.stdin.isatty():
+        interactive(translator)
+        return 0
+    lines, names = read_input(config.decode_from_file)
+    if config.score_file:
+        targets, target_names = read_input(config.score_file, "--score_file")
+        if len(targets) != len(lines):
+            raise ValueError(
+                f"--score_file {config.score_file} has {len(targets)} lines but the input "
+                f"{config.decode_from_file or STDIN} has {len(lines)}"
+            )
+        out = format_scores(translator.score(lines, targets, names, target_names))
+    else:
+        out = format_translations(translator.translate(lines, names), translator.options.nbest)
+    return write_lines(out, config.decode_to_file)

@@ -1,0 +1,343 @@
+"""Search over a step function: beam search with the GNMT length penalty, greedy and sampling.
+
+Every search here is model-agnostic. It drives a step function
+
+    step_fn(ids [batch * beams], index, cache) -> (logits or log-probs [batch * beams, V], cache)
+
+where `ids` are the tokens fed at position `index` (id 0, the start symbol, at index 0) and `cache`
+is any nested structure of tensors whose leading dimension is the batch. All loops are
+`tf.while_loop`s over fixed-shape state built from core TensorFlow ops, so a search runs eagerly,
+inside `tf.function`, and inside an exported SavedModel alike.
+
+Conventions: id 0 is padding and is never generated; id 1 (EOS) ends a hypothesis and appears at
+most once, as its last token. Output ids are [batch, n, max_length] with zeros after the end.
+A hypothesis that reaches its sentence's maximum length without EOS ends there, unpunished.
+`t2t_lite.decode.transformer_step` wires a `Transformer` to these searches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from t2t_lite.vocabulary import EOS_ID, PAD_ID
+
+StepFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
+NEG_INF = float("-inf")
+
+
+class SearchResult(NamedTuple):
+    """What a search returns.
+
+    ids: [batch, n, max_length] int32, EOS included, zeros after it.
+    scores: [batch, n] float32, the ranking score, best first: log-prob / lp(length) for beam
+      search, the log-prob for greedy search and sampling. -inf marks an empty n-best slot.
+    log_probs: [batch, n] float32, the model's log-probability of each hypothesis.
+    """
+
+    ids: tf.Tensor
+    scores: tf.Tensor
+    log_probs: tf.Tensor
+
+
+def length_penalty(length: tf.Tensor | int, alpha: tf.Tensor | float) -> tf.Tensor:
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha, |Y| counting EOS (float32)."""
+    return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, tf.cast(alpha, tf.float32))
+
+
+def _per_sentence(max_length: tf.Tensor | int, batch: tf.Tensor) -> tf.Tensor:
+    """A scalar or [batch] maximum output length --> [batch] int32, checked positive."""
+    lengths = tf.broadcast_to(tf.cast(max_length, tf.int32), [batch])
+    with tf.control_dependencies(
+        [tf.debugging.assert_positive(lengths, message="max_length must be at least 1")]
+    ):
+        return tf.identity(lengths)
+
+
+def _log_probs(logits: tf.Tensor, pad_id: int | None) -> tf.Tensor:
+    """[rows, vocab] logits (or log-probs: log_softmax leaves them unchanged) --> float32
+    log-probs, with `pad_id` made impossible without renormalizing the other tokens."""
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+    if pad_id is None:
+        return log_probs
+    is_pad = tf.equal(tf.range(tf.shape(log_probs)[-1]), pad_id)  # --> [vocab]
+    return tf.where(is_pad[None, :], NEG_INF, log_probs)
+
+
+def _block_size(vocab: int | None, k: int) -> int:
+    """The block width for `_top_k` over `vocab` columns: a divisor of `vocab` near
+    sqrt(vocab / k), which balances the two stages; 0 where none fits (plain top-k then)."""
+    if vocab is None or vocab < 64 * k:
+        return 0
+    target = (vocab / k) ** 0.5
+    divisors = [b for b in range(8, 257) if vocab % b == 0 and vocab // b >= k]
+    return min(divisors, key=lambda b: abs(b - target)) if divisors else 0
+
+
+def _top_k(values: tf.Tensor, k: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """`tf.math.top_k(values, k)` of [rows, vocab] float32, the same values and ids (lower id
+    first among equal values), in two cheaper stages where the vocabulary splits into blocks.
+
+    TensorFlow's top-k over 8,000 columns took as long as the step's pre-softmax matmul on this
+    CPU (bench/NOTES.md). Instead: each block's maximum (one vectorized reduction), the k blocks
+    with the largest maxima, then the top k among those k blocks' entries. Exact: a block that
+    holds one of the k best entries has a maximum at least that entry's, so it ranks among the
+    k best blocks; blocks are visited in column order, so ties keep TensorFlow's order.
+    """
+    vocab = values.shape[-1]
+    block = _block_size(vocab, k)
+    if not block:
+        return tf.math.top_k(values, k)
+    rows = tf.shape(values)[0]
+    blocks = tf.reshape(values, [rows, vocab // block, block])
+    _, chosen = tf.math.top_k(tf.reduce_max(blocks, axis=-1), k)  # --> [rows, k] block ids
+    chosen = tf.sort(chosen, axis=-1)
+    candidates = tf.reshape(tf.gather(blocks, chosen, batch_dims=1), [rows, k * block])
+    best, where = tf.math.top_k(candidates, k)
+    ids = tf.gather(chosen, where // block, batch_dims=1) * block + where % block
+    return best, ids
+
+
+def _best_log_probs(logits: tf.Tensor, k: int, pad_id: int | None) -> tuple[tf.Tensor, tf.Tensor]:
+    """The k largest logits of each row of [rows, vocab] (k + 1 when `pad_id` could be among
+    them) as log-probs, best first, and their ids; the padding id's log-prob is -inf.
+
+    The log-normalizer comes from the row's softmax (one fused kernel) at its best token,
+    softmax = exp(best - logsumexp), so the log-softmax is never formed over the vocabulary.
+    """
+    logits = tf.cast(logits, tf.float32)
+    width, vocab = k + (pad_id is not None), logits.shape[-1]
+    width = min(width, vocab) if vocab is not None else tf.minimum(width, tf.shape(logits)[-1])
+    best, ids = _top_k(logits, width)
+    top_prob = tf.gather(tf.nn.softmax(logits, axis=-1), ids[:, :1], batch_dims=1)  # [rows, 1]
+    log_probs = best - (best[:, :1] - tf.math.log(top_prob))
+    if pad_id is not None:
+        log_probs = tf.where(tf.equal(ids, pad_id), NEG_INF, log_probs)
+    return log_probs, ids
+
+
+def _shape_invariants(loop_vars: Any) -> Any:
+    """A search loop's shape invariants: every axis of size 0 at the start may grow (a model
+    cache that gains a position per step, as `Transformer.init_cache` makes); the rest keep
+    their static shapes."""
+
+    def invariant(t):
+        if t.shape.rank is None:
+            return tf.TensorShape(None)
+        return tf.TensorShape([None if d == 0 else d for d in t.shape])
+
+    return tf.nest.map_structure(invariant, loop_vars)
+
+
+def write_column(seq: tf.Tensor, position: tf.Tensor, tokens: tf.Tensor) -> tf.Tensor:
+    """Writes tokens [...] into the all-zero column `position` of seq [..., length]."""
+    column = tf.one_hot(position, tf.shape(seq)[-1], dtype=seq.dtype)  # --> [length]
+    return seq + tokens[..., None] * column
+
+
+def beam_search(
+    step_fn: StepFn,
+    initial_cache: Any,
+    batch_size: int | tf.Tensor,
+    beam_size: int,
+    alpha: float | tf.Tensor,
+    max_length: int | tf.Tensor,
+    eos_id: int = EOS_ID,
+    pad_id: int | None = PAD_ID,
+    nbest: int = 1,
+) -> SearchResult:
+    """Batched beam search with the GNMT length penalty; returns the `nbest` best hypotheses.
+
+    Each step expands the live beams into their `2 * beam_size` best continuations. Those among
+    the best `beam_size` that end (EOS, or the sentence's maximum length) join the finished list,
+    scored log-prob / lp(length); the best `beam_size` that do not end stay live, so the live beam
+    stays full. (tensor2tensor also finishes EOS candidates ranked below `beam_size`; keeping to
+    the top `beam_size`, as fairseq does, makes `beam_size=1` exactly greedy search when
+    alpha = 0.) A sentence stops when its `nbest`-th finished score is at least the best score any
+    live hypothesis could still reach, or at its maximum length; the loop stops when all have.
+
+    Args:
+      step_fn: (ids [batch * beam_size], index, cache) -> ([batch * beam_size, vocab], cache).
+      initial_cache: nested tensors with leading dimension `batch_size`; tiled to the beams and
+        reordered with gathers as beams are chosen.
+      batch_size: number of sentences (Python int or scalar tensor).
+      beam_size: number of live hypotheses per sentence (Python int).
+      alpha: length-penalty exponent (0.6 in the paper for translation).
+      max_length: scalar or [batch] maximum output lengths, EOS included.
+      eos_id: the end-of-sequence id.
+      pad_id: an id never generated (padding); None allows all.
+      nbest: how many finished hypotheses to return, 1 <= nbest <= beam_size.
+
+    Returns:
+      SearchResult with ids [batch, nbest, max(max_length)] and scores [batch, nbest].
+    """
+    if not 1 <= nbest <= beam_size:
+        raise ValueError(f"nbest must be in [1, beam_size={beam_size}], got {nbest}")
+    k = beam_size
+    batch = tf.cast(batch_size, tf.int32)
+    max_lengths = _per_sentence(max_length, batch)  # --> [batch]
+    total = tf.reduce_max(max_lengths)
+    alpha = tf.cast(alpha, tf.float32)
+    # Row r * k + j of the tiled cache is beam j of sentence r: [batch, ...] --> [batch * k, ...].
+    cache = tf.nest.map_structure(lambda t: tf.repeat(t, k, axis=0), initial_cache)
+    # Position 0 holds the start id fed at step 0; step i writes its token at position i + 1.
+    seq = tf.zeros([batch, k, total + 1], tf.int32)
+    # Only beam 0 is live at first, so the first step does not pick k copies of one token.
+    alive_lp = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch, 1])  # [batch, k]
+    empty = tf.fill([batch, k], NEG_INF)
+    batch_offsets = tf.range(batch)[:, None] * k  # --> [batch, 1]
+    top_ranks = tf.range(2 * k)[None, :] < k  # --> [1, 2k]
+
+    def body(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents):
+        ids = tf.reshape(seq[:, :, i], [-1])  # [batch, k] --> [batch * k]
+        # The cache rows of each live beam's parent, gathered here rather than at the end of the
+        # previous step: the model's cache is still empty at step 0 (nothing to copy) and the
+        # last step's reorder, which nothing would read, is never made.
+        cache = tf.nest.map_structure(lambda t: tf.gather(t, parents), cache)
+        logits, cache = step_fn(ids, i, cache)
+        # The best 2k continuations of a sentence include at most 2k of each beam, so each row
+        # first keeps its own best (2k, one more when it could be the padding id that is then
+        # dropped) by logit; log-probs are computed only for those, as logit - logsumexp.
+        row_lp, row_token = _best_log_probs(logits, 2 * k, pad_id)  # --> [batch * k, n]
+        # Candidate j * n + r extends beam j with its r-th token: [batch, k, n] --> [batch, k*n].
+        n = tf.shape(row_lp)[-1]
+        flat_lp = tf.reshape(alive_lp[:, :, None] + tf.reshape(row_lp, [batch, k, n]), [batch, -1])
+        cand_lp, cand = tf.math.top_k(flat_lp, 2 * k)  # --> [batch, 2k]
+        origin = cand // n  # --> [batch, 2k]
+        token = tf.gather(tf.reshape(row_token, [batch, -1]), cand, batch_dims=1)
+        cand_seq = write_column(tf.gather(seq, origin, batch_dims=1), i + 1, token)
+        # cand_seq: [batch, 2k, total + 1]
+
+        # Finished: ranked in the top k, live (not -inf), and ending with EOS or at max length.
+        at_max = (i + 1 >= max_lengths)[:, None]  # --> [batch, 1]
+        is_eos = tf.equal(token, eos_id)
+        ends = (is_eos | at_max) & top_ranks & (cand_lp > NEG_INF)  # --> [batch, 2k]
+        new_lp = tf.where(ends, cand_lp, NEG_INF)
+        new_scores = new_lp / length_penalty(i + 1, alpha)
+        # The old finished list first: top_k keeps the lower index on ties, so a later
+        # hypothesis never displaces an equal earlier one (what the stopping test relies on).
+        fin_scores, keep = tf.math.top_k(tf.concat([fin_scores, new_scores], 1), k)  # [b, 3k]->k
+        fin_seq = tf.gather(tf.concat([fin_seq, cand_seq], 1), keep, batch_dims=1)
+        fin_lp = tf.gather(tf.concat([fin_lp, new_lp], 1), keep, batch_dims=1)
+
+        # Live: the best k candidates that did not end; none once a sentence is at max length.
+        alive_lp, alive = tf.math.top_k(tf.where(is_eos | at_max, NEG_INF, cand_lp), k)
+        seq = tf.gather(cand_seq, alive, batch_dims=1)  # --> [batch, k, total + 1]
+        # The cache rows of each new beam's parent: [batch, k] --> [batch * k].
+        parents = tf.reshape(tf.gather(origin, alive, batch_dims=1) + batch_offsets, [-1])
+        return i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents
+
+    def cond(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents):
+        # A live log-prob L <= 0 only falls, and lp is monotone in the length, so the best final
+        # score of a live hypothesis is L / lp at the shortest or the longest reachable length.
+        best = alive_lp[:, 0]  # --> [batch]
+        bound = tf.maximum(
+            best / length_penalty(i + 1, alpha), best / length_penalty(max_lengths, alpha)
+        )
+        done = (i >= max_lengths) | (fin_scores[:, nbest - 1] >= bound)
+        return tf.logical_not(tf.reduce_all(done))
+
+    start = (tf.constant(0), seq, alive_lp, tf.zeros_like(seq), empty, empty, cache)
+    start = (*start, tf.range(batch * k))
+    _, _, _, fin_seq, fin_scores, fin_lp, _, _ = tf.while_loop(
+        cond, body, start, _shape_invariants(start), maximum_iterations=total
+    )
+    # [batch, k, total + 1] --> [batch, nbest, total], dropping the start position.
+    return SearchResult(fin_seq[:, :nbest, 1:], fin_scores[:, :nbest], fin_lp[:, :nbest])
+
+
+def _filter_top_k(logits: tf.Tensor, top_k: int) -> tf.Tensor:
+    """Keeps the `top_k` largest logits of [rows, vocab] (ties at the k-th kept too)."""
+    kth = tf.math.top_k(logits, top_k).values[:, -1:]  # --> [rows, 1]
+    return tf.where(logits < kth, NEG_INF, logits)
+
+
+def _filter_top_p(logits: tf.Tensor, top_p: float) -> tf.Tensor:
+    """Nucleus filter on [rows, vocab]: keeps the fewest most likely tokens whose probabilities
+    sum to at least `top_p` (the most likely token always)."""
+    sorted_logits = tf.sort(logits, axis=-1, direction="DESCENDING")
+    mass_before = tf.cumsum(tf.nn.softmax(sorted_logits), axis=-1, exclusive=True)
+    kept = tf.where(mass_before < top_p, sorted_logits, float("inf"))
+    threshold = tf.reduce_min(kept, axis=-1, keepdims=True)  # --> [rows, 1]
+    return tf.where(logits < threshold, NEG_INF, logits)
+
+
+def sample_search(
+    step_fn: StepFn,
+    initial_cache: Any,
+    batch_size: int | tf.Tensor,
+    max_length: int | tf.Tensor,
+    temperature: float = 0.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | tf.Tensor = 0,
+    eos_id: int = EOS_ID,
+    pad_id: int | None = PAD_ID,
+) -> SearchResult:
+    """Greedy search (temperature 0) or ancestral sampling, one hypothesis per sentence.
+
+    Sampling draws from softmax(log_probs / temperature) restricted to the `top_k` most likely
+    tokens (0: all) and then to the nucleus of mass `top_p` (1.0: all). Draws are stateless: the
+    same `seed` and batch give the same samples. The returned score and log_prob are both the
+    model's own log-probability of the hypothesis (before temperature and filtering).
+    `temperature`, `top_k` and `top_p` are Python numbers fixed when the graph is built.
+
+    Returns:
+      SearchResult with ids [batch, 1, max(max_length)] and scores [batch, 1].
+    """
+    if temperature < 0 or top_k < 0 or not 0.0 < top_p <= 1.0:
+        raise ValueError(
+            f"need temperature >= 0, top_k >= 0 and 0 < top_p <= 1; got temperature="
+            f"{temperature}, top_k={top_k}, top_p={top_p}"
+        )
+    batch = tf.cast(batch_size, tf.int32)
+    max_lengths = _per_sentence(max_length, batch)  # --> [batch]
+    total = tf.reduce_max(max_lengths)
+    seed = tf.cast(seed, tf.int32)
+
+    def choose(log_probs, i):
+        if temperature == 0.0:
+            return tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+        logits = log_probs / temperature
+        if top_k:
+            logits = _filter_top_k(logits, top_k)
+        if top_p < 1.0:
+            logits = _filter_top_p(logits, top_p)
+        draws = tf.random.stateless_categorical(logits, 1, seed=tf.stack([seed, i]), dtype=tf.int32)
+        return draws[:, 0]  # [batch, 1] --> [batch]
+
+    def body(i, seq, done, total_lp, cache):
+        logits, cache = step_fn(seq[:, i], i, cache)
+        log_probs = _log_probs(logits, pad_id)  # --> [batch, vocab]
+        token = tf.where(done, 0, choose(log_probs, i))  # --> [batch]
+        token_lp = tf.gather(log_probs, token, batch_dims=1)
+        total_lp += tf.where(done, 0.0, token_lp)
+        done |= tf.equal(token, eos_id) | (i + 1 >= max_lengths)
+        return i + 1, write_column(seq, i + 1, token), done, total_lp, cache
+
+    def cond(i, seq, done, total_lp, cache):
+        return tf.logical_not(tf.reduce_all(done))
+
+    seq = tf.zeros([batch, total + 1], tf.int32)
+    start = (tf.constant(0), seq, tf.zeros([batch], tf.bool), tf.zeros([batch]), initial_cache)
+    _, seq, _, total_lp, _ = tf.while_loop(
+        cond, body, start, _shape_invariants(start), maximum_iterations=total
+    )
+    # [batch, total + 1] --> [batch, 1, total], dropping the start position.
+    return SearchResult(seq[:, None, 1:], total_lp[:, None], total_lp[:, None])
+
+
+def greedy_search(
+    step_fn: StepFn,
+    initial_cache: Any,
+    batch_size: int | tf.Tensor,
+    max_length: int | tf.Tensor,
+    eos_id: int = EOS_ID,
+    pad_id: int | None = PAD_ID,
+) -> SearchResult:
+    """The most likely token at every step; see `sample_search`."""
+    return sample_search(
+        step_fn, initial_cache, batch_size, max_length, eos_id=eos_id, pad_id=pad_id
+    )

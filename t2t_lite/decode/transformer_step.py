@@ -1,0 +1,134 @@
+"""The Transformer wired to the searches: its step function, and translate, sample and score.
+
+`model_step_fn` turns a `t2t_lite.model.Transformer` into the `step_fn` that every search in
+`t2t_lite.decode.search` drives, with the incremental cache (fast path) or by recomputing the
+whole prefix at every step (the slow path it is tested against).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from t2t_lite.decode.constraint import Constraint, constrained_step_fn
+from t2t_lite.decode.search import (
+    SearchResult,
+    StepFn,
+    beam_search,
+    sample_search,
+    write_column,
+)
+from t2t_lite.model.layers.masks import padding_mask
+
+
+def model_step_fn(
+    model, inputs: tf.Tensor, max_length: int | tf.Tensor, use_cache: bool = True
+) -> tuple[StepFn, Any]:
+    """A step function and its initial cache that decode `inputs` [batch, source] with a
+    `Transformer` for up to `max_length` positions.
+
+    use_cache=True uses the model's incremental decoder (keys and values of earlier positions kept
+    in the cache). use_cache=False recomputes the whole prefix with `model.decode` at every step;
+    it is the slow reference that the cached path is tested and benchmarked against.
+    """
+    memory, memory_mask = model.encode(inputs)
+    if use_cache:
+        # The encoder's keys and values stay outside the search state: one copy per sentence,
+        # never tiled to the beams nor reordered with them.
+        state = model.project_memory(memory, memory_mask)
+
+        def cached_step(ids, index, cache):
+            return model.decode_step(ids, index, cache, state)
+
+        return cached_step, model.init_cache(tf.shape(inputs)[0], max_length)
+
+    def recompute_step(ids, index, cache):
+        # fed: [batch, max_length + 1], the ids fed so far; the extra column stays zero.
+        fed = write_column(cache["fed"], index, ids)
+        # decode() shifts its targets right behind the start id 0, so fed[:, 1 : index + 2]
+        # becomes the decoder input fed[:, : index + 1] (fed[:, 0] is the start id 0).
+        logits = model.decode(fed[:, 1 : index + 2], cache["memory"], cache["memory_mask"])
+        # logits: [batch, index + 1, vocab] --> the last position's [batch, vocab]
+        return logits[:, -1], {**cache, "fed": fed}
+
+    batch = tf.shape(inputs)[0]
+    fed = tf.zeros([batch, tf.cast(max_length, tf.int32) + 1], tf.int32)
+    return recompute_step, {"memory": memory, "memory_mask": memory_mask, "fed": fed}
+
+
+def _output_lengths(model, inputs: tf.Tensor, extra_length: int | tf.Tensor) -> tf.Tensor:
+    """[batch, source] ids --> [batch] maximum output lengths: the input length (EOS included)
+    plus `extra_length`, capped at the model's number of positions, and at least 1."""
+    input_lengths = tf.reduce_sum(tf.cast(padding_mask(inputs), tf.int32), axis=1)
+    lengths = tf.minimum(
+        input_lengths + tf.cast(extra_length, tf.int32), model.hparams.max_positions
+    )
+    return tf.maximum(lengths, 1)
+
+
+def translate_ids(
+    model,
+    inputs: tf.Tensor,
+    *,
+    beam_size: int = 4,
+    alpha: float | tf.Tensor = 0.6,
+    extra_length: int | tf.Tensor = 50,
+    nbest: int = 1,
+    use_cache: bool = True,
+    constraint: Constraint | None = None,
+) -> SearchResult:
+    """Beam search with a `Transformer` on zero-padded source ids [batch, source] (each ending
+    in EOS); each output is at most its input length + `extra_length` long. With a
+    `constraint`, only the tokens it allows are searched (`constrained_step_fn`).
+
+    Returns:
+      SearchResult with ids [batch, nbest, length] and scores [batch, nbest], best first.
+    """
+    inputs = tf.convert_to_tensor(inputs, tf.int32)
+    max_lengths = _output_lengths(model, inputs, extra_length)  # --> [batch]
+    step_fn, cache = model_step_fn(model, inputs, tf.reduce_max(max_lengths), use_cache)
+    if constraint is not None:
+        step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
+    return beam_search(
+        step_fn, cache, tf.shape(inputs)[0], beam_size, alpha, max_lengths, nbest=nbest
+    )
+
+
+def sample_ids(
+    model,
+    inputs: tf.Tensor,
+    *,
+    temperature: float = 0.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | tf.Tensor = 0,
+    extra_length: int | tf.Tensor = 50,
+    constraint: Constraint | None = None,
+) -> SearchResult:
+    """Greedy decoding (temperature 0) or sampling with a `Transformer`; see `sample_search`
+    (and `translate_ids` for `constraint`)."""
+    inputs = tf.convert_to_tensor(inputs, tf.int32)
+    max_lengths = _output_lengths(model, inputs, extra_length)  # --> [batch]
+    step_fn, cache = model_step_fn(model, inputs, tf.reduce_max(max_lengths))
+    if constraint is not None:
+        step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
+    return sample_search(
+        step_fn,
+        cache,
+        tf.shape(inputs)[0],
+        max_lengths,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+    )
+
+
+def score_ids(model, inputs: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
+    """log p(targets | inputs) [batch] under the model (float32), summed over the non-padding
+    target tokens (EOS included). inputs [batch, source], targets [batch, target], zero-padded."""
+    logits = model({"inputs": inputs, "targets": targets}, training=False)  # [b, t, vocab]
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+    token_lp = tf.gather(log_probs, targets, batch_dims=2)  # --> [batch, target]
+    return tf.reduce_sum(tf.where(padding_mask(targets), token_lp, 0.0), axis=1)

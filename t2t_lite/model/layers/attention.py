@@ -1,0 +1,194 @@
+"""Multi-head scaled dot-product attention (section 3.2) with an incremental decoding cache."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+
+class MultiHeadAttention(keras.layers.Layer):
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i.
+
+    Projections have no bias, as in tensor2tensor. `key_dim` (d_k) may differ from `value_dim`
+    (d_v), as Table 3 row (B) needs.
+
+    Call modes:
+      * `layer(query, memory=None, attention_mask=m)`: full attention; `memory=None` is
+        self-attention. `m` is [batch, query, key] bool.
+      * `layer(query, cache=c, decode_index=i)`: incremental self-attention. `query` is
+        [batch, 1, d_model], position `i`; the cache holds the keys and values [batch, heads, i,
+        d] of the positions before it (`empty_cache` for i = 0), the query attends to them and to
+        itself, and the cache grown by its key and value is returned. No mask is needed: every
+        cached position precedes the query.
+      * `layer(query, attention_mask=m, cache=c)`: attention over precomputed
+        `project_memory_heads(memory)` of b sentences, where `query` has b * g rows (g beams per
+        sentence, consecutive). `m` is [b, query, key] bool.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        key_dim: int,
+        value_dim: int,
+        attention_dropout: float = 0.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.attention_dropout = attention_dropout
+
+    def build(self, query_shape=None):
+        def projection(name, heads_dim):
+            layer = keras.layers.EinsumDense(
+                "btd,dhk->bthk",
+                output_shape=(None, self.num_heads, heads_dim),
+                name=name,
+                dtype=self.dtype_policy,
+            )
+            layer.build((None, None, self.d_model))
+            return layer
+
+        self.query_dense = projection("query", self.key_dim)
+        self.key_dense = projection("key", self.key_dim)
+        self.value_dense = projection("value", self.value_dim)
+        self.output_dense = keras.layers.EinsumDense(
+            "bthv,hvd->btd",
+            output_shape=(None, self.d_model),
+            name="output",
+            dtype=self.dtype_policy,
+        )
+        self.output_dense.build((None, None, self.num_heads, self.value_dim))
+        self.dropout = keras.layers.Dropout(self.attention_dropout, dtype=self.dtype_policy)
+        self.built = True
+
+    def _project(self, x: tf.Tensor, layer: keras.layers.EinsumDense) -> tf.Tensor:
+        """x [batch, length, d_model] times `layer`'s kernel [d_model, h, d] --> [b, length, h, d].
+
+        One 2-D product over all positions. EinsumDense's own call multiplies the 3-D input by the
+        kernel as a batched matmul that broadcasts the kernel, whose gradient builds a
+        [batch, d_model, h * d] tensor and sums it over the batch (bench/NOTES.md).
+        """
+        kernel = tf.cast(layer.kernel, self.compute_dtype)
+        flat = tf.matmul(tf.reshape(x, [-1, self.d_model]), tf.reshape(kernel, [self.d_model, -1]))
+        shape = tf.concat([tf.shape(x)[:-1], [self.num_heads, kernel.shape[-1]]], axis=0)
+        return tf.reshape(flat, shape)
+
+    def _project_output(self, context: tf.Tensor) -> tf.Tensor:
+        """context [batch, length, h, d_v] times W^O [h, d_v, d_model] --> [b, length, d_model]."""
+        kernel = tf.cast(self.output_dense.kernel, self.compute_dtype)
+        width = self.num_heads * self.value_dim
+        flat = tf.matmul(tf.reshape(context, [-1, width]), tf.reshape(kernel, [width, -1]))
+        return tf.reshape(flat, tf.concat([tf.shape(context)[:-2], [self.d_model]], axis=0))
+
+    def project_memory(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
+        """[batch, length, d_model] --> keys [b, length, h, d_k] and values [b, length, h, d_v]."""
+        return {
+            "key": self._project(memory, self.key_dense),
+            "value": self._project(memory, self.value_dense),
+        }
+
+    def project_memory_heads(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
+        """The decoding layout of `project_memory`: keys [b, h, length, d_k], values [b, h,
+        length, d_v], so that each search step multiplies them without moving them."""
+        return {name: _heads_first(value) for name, value in self.project_memory(memory).items()}
+
+    def empty_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int = 0) -> dict:
+        """Self-attention keys [batch, h, 0, d_k] and values [batch, h, 0, d_v]: no positions yet.
+
+        The cache grows by one position per step (a concatenation), so a step copies and attends
+        over the positions so far, not a `max_length` buffer. Its zero-length axis tells the
+        searches (`t2t_lite.decode.search`) which axis grows. `max_length` is not needed.
+        """
+        del max_length
+        return {
+            name: tf.zeros([batch, self.num_heads, 0, dim], self.compute_dtype)
+            for name, dim in (("key", self.key_dim), ("value", self.value_dim))
+        }
+
+    def call(
+        self, query, memory=None, attention_mask=None, cache=None, decode_index=None, training=None
+    ):
+        """Returns [batch, query_length, d_model], and the new cache when decoding."""
+        q = self._project(query, self.query_dense)  # --> [batch, q, heads, d_k]
+        if decode_index is not None:
+            step = self.project_memory(query)  # --> [batch, 1, heads, d]
+            cache = {
+                name: tf.concat([cache[name], _heads_first(step[name])], axis=2)
+                for name in ("key", "value")
+            }  # --> [batch, heads, decode_index + 1, d]
+            output = self._attend_heads(q, cache["key"], cache["value"], attention_mask)
+            return output, cache
+        if cache is not None:
+            return self._attend_heads(q, cache["key"], cache["value"], attention_mask)
+        kv = self.project_memory(query if memory is None else memory)
+        return self._attend(q, kv["key"], kv["value"], attention_mask, training)
+
+    def attention_weights(self, query, memory=None, attention_mask=None):
+        """Softmax attention weights [batch, heads, query, key], for visualization."""
+        kv = self.project_memory(query if memory is None else memory)
+        q = self._project(query, self.query_dense)
+        return self._weights(q, kv["key"], attention_mask, training=False)
+
+    def _weights(self, q, k, mask, training):
+        """q [batch, q, h, d_k], k [batch, key, h, d_k] --> weights [batch, h, q, key]."""
+        return self._weights_heads(_heads_first(q), _heads_first(k), mask, training)
+
+    def _weights_heads(self, q, k, mask, training):
+        """The same in the heads-first layout: q [b, h, q, d_k], k [b, h, key, d_k]."""
+        scores = tf.matmul(q, k, transpose_b=True) * tf.cast(self.key_dim**-0.5, q.dtype)
+        # The softmax runs in float32 so that mixed precision cannot overflow the mask value.
+        scores = tf.cast(scores, tf.float32)
+        if mask is not None:
+            scores = tf.where(mask[:, None, :, :], scores, -1e9)  # mask: [batch, q, key]
+        weights = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+        return self.dropout(weights, training=training)
+
+    def _attend(self, q, k, v, mask, training):
+        # Plain batched matmuls over [batch, heads] in the heads-first layout; tf.einsum in the
+        # projections' [batch, length, heads, d] layout transposed its operands itself on every
+        # call (5% of the whole training step, bench/NOTES.md).
+        weights = self._weights_heads(_heads_first(q), _heads_first(k), mask, training)
+        context = tf.matmul(weights, _heads_first(v))  # --> [batch, heads, q, d_v]
+        return self._project_output(_heads_first(context))  # --> [batch, q, d_model]
+
+    def _attend_heads(self, q, k, v, mask):
+        """Attention of queries q [rows, q, h, d_k] over keys k [b, h, key, d_k] and values
+        v [b, h, key, d_v] in the decoding layout, where rows = b * g: the g consecutive rows of
+        each batch entry (the beams of one sentence) share its keys and values. mask: [b or 1,
+        q, key] bool. No dropout: this path only decodes."""
+        rows, length = tf.shape(q)[0], tf.shape(q)[1]
+        batch = tf.shape(k)[0]
+        group = rows // batch
+        # [b * g, q, h, d] --> [b, h, g * q, d]: the only transposes are of the small queries.
+        q = tf.transpose(tf.reshape(q, [batch, group * length, self.num_heads, -1]), [0, 2, 1, 3])
+        scores = tf.matmul(q, k, transpose_b=True) * tf.cast(self.key_dim**-0.5, q.dtype)
+        scores = tf.cast(scores, tf.float32)  # --> [b, h, g * q, key]
+        if mask is not None:
+            # [b, q, key] --> [b, 1, g * q, key], row j * q + i of group j is query i.
+            mask = tf.tile(mask, [1, group, 1])[:, None]
+            scores = tf.where(mask, scores, -1e9)
+        weights = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
+        context = tf.matmul(weights, v)  # --> [b, h, g * q, d_v]
+        context = tf.transpose(context, [0, 2, 1, 3])  # --> [b, g * q, h, d_v]
+        context = tf.reshape(context, [rows, length, self.num_heads, -1])
+        return self._project_output(context)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            key_dim=self.key_dim,
+            value_dim=self.value_dim,
+            attention_dropout=self.attention_dropout,
+        )
+        return config
+
+
+def _heads_first(x: tf.Tensor) -> tf.Tensor:
+    """[batch, length, heads, d] <--> [batch, heads, length, d] (the same swap both ways)."""
+    return tf.transpose(x, [0, 2, 1, 3])

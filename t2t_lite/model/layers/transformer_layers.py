@@ -1,0 +1,327 @@
+"""Encoder and decoder layers and stacks (section 3.1), post-norm as the paper or pre-norm."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.hparams import HParams
+from t2t_lite.model.layers.attention import MultiHeadAttention
+from t2t_lite.model.layers.feed_forward import FeedForward
+
+
+def _residual(x, sublayer: Callable, norm, dropout, norm_position: str, training):
+    """post: LayerNorm(x + Dropout(Sublayer(x))), the paper's; pre: x + Dropout(Sublayer(LN(x)))."""
+    if norm_position == "post":
+        return norm(x + dropout(sublayer(x), training=training))
+    return x + dropout(sublayer(norm(x)), training=training)
+
+
+class _TransformerLayer(keras.layers.Layer):
+    """Shared construction of the sub-layers common to encoder and decoder layers."""
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        key_dim: int,
+        value_dim: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        relu_dropout: float = 0.0,
+        norm_position: str = "post",
+        layer_norm_epsilon: float = 1e-6,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_ff = d_ff
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.dropout_rate = dropout
+        self.attention_dropout = attention_dropout
+        self.relu_dropout = relu_dropout
+        self.norm_position = norm_position
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+    def _attention(self, name):
+        layer = MultiHeadAttention(
+            self.d_model,
+            self.num_heads,
+            self.key_dim,
+            self.value_dim,
+            self.attention_dropout,
+            name=name,
+            dtype=self.dtype_policy,
+        )
+        layer.build((None, None, self.d_model))
+        return layer
+
+    def _norm(self, name):
+        layer = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name=name, dtype=self.dtype_policy
+        )
+        layer.build((None, None, self.d_model))
+        return layer
+
+    def _build_common(self):
+        self.feed_forward = FeedForward(
+            self.d_model, self.d_ff, self.relu_dropout, name="feed_forward", dtype=self.dtype_policy
+        )
+        self.feed_forward.build((None, None, self.d_model))
+        self.feed_forward_norm = self._norm("feed_forward_norm")
+        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
+
+    def _weights_of(self, attention, norm, x, memory, attention_mask):
+        """The attention weights a sub-layer computes for its input x."""
+        query = x if self.norm_position == "post" else norm(x)
+        if memory is None:
+            return attention.attention_weights(query, attention_mask=attention_mask)
+        return attention.attention_weights(query, memory, attention_mask=attention_mask)
+
+    def _ffn(self, x, training):
+        return _residual(
+            x,
+            lambda y: self.feed_forward(y, training=training),
+            self.feed_forward_norm,
+            self.dropout,
+            self.norm_position,
+            training,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            key_dim=self.key_dim,
+            value_dim=self.value_dim,
+            dropout=self.dropout_rate,
+            attention_dropout=self.attention_dropout,
+            relu_dropout=self.relu_dropout,
+            norm_position=self.norm_position,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config
+
+
+class EncoderLayer(_TransformerLayer):
+    """Self-attention then feed-forward; [batch, length, d_model] in and out."""
+
+    def build(self, input_shape=None):
+        self.self_attention = self._attention("self_attention")
+        self.self_attention_norm = self._norm("self_attention_norm")
+        self._build_common()
+        self.built = True
+
+    def call(self, x, attention_mask=None, training=None):
+        """attention_mask: [batch, length, length] bool attention mask."""
+        x = _residual(
+            x,
+            lambda y: self.self_attention(y, attention_mask=attention_mask, training=training),
+            self.self_attention_norm,
+            self.dropout,
+            self.norm_position,
+            training,
+        )
+        return self._ffn(x, training)
+
+    def attention_maps(self, x, attention_mask=None):
+        """(output, self-attention weights [batch, heads, length, length]), for visualization."""
+        weights = self._weights_of(
+            self.self_attention, self.self_attention_norm, x, None, attention_mask
+        )
+        return self(x, attention_mask=attention_mask), weights
+
+
+class DecoderLayer(_TransformerLayer):
+    """Masked self-attention, encoder-decoder attention, feed-forward."""
+
+    def build(self, input_shape=None):
+        self.self_attention = self._attention("self_attention")
+        self.self_attention_norm = self._norm("self_attention_norm")
+        self.cross_attention = self._attention("cross_attention")
+        self.cross_attention_norm = self._norm("cross_attention_norm")
+        self._build_common()
+        self.built = True
+
+    def call(
+        self,
+        x,
+        memory=None,
+        self_mask=None,
+        cross_mask=None,
+        cache=None,
+        decode_index=None,
+        training=None,
+    ):
+        """x: [batch, target, d_model]; memory: [batch, source, d_model] encoder output.
+
+        With `cache` and `decode_index`, x is one position per row and the layer returns
+        (output, new self-attention cache). The cache is {"self": `empty_cache`, "cross":
+        `project_memory_heads(memory)`}; the cross part may have fewer rows (one per sentence,
+        shared by its beams) and never changes.
+        """
+        new_cache = None
+
+        def self_attend(y):
+            nonlocal new_cache
+            if cache is None:
+                return self.self_attention(y, attention_mask=self_mask, training=training)
+            out, new_cache = self.self_attention(
+                y, attention_mask=self_mask, cache=cache["self"], decode_index=decode_index
+            )
+            return out
+
+        def cross_attend(y):
+            if cache is None:
+                return self.cross_attention(y, memory, attention_mask=cross_mask, training=training)
+            return self.cross_attention(y, attention_mask=cross_mask, cache=cache["cross"])
+
+        x = _residual(
+            x, self_attend, self.self_attention_norm, self.dropout, self.norm_position, training
+        )
+        x = _residual(
+            x, cross_attend, self.cross_attention_norm, self.dropout, self.norm_position, training
+        )
+        x = self._ffn(x, training)
+        return x if cache is None else (x, new_cache)
+
+    def attention_maps(self, x, memory, self_mask=None, cross_mask=None):
+        """(output, self-attention weights [batch, heads, target, target], encoder-decoder
+        weights [batch, heads, target, source]), for visualization."""
+        self_weights = self._weights_of(
+            self.self_attention, self.self_attention_norm, x, None, self_mask
+        )
+        after_self = _residual(
+            x,
+            lambda y: self.self_attention(y, attention_mask=self_mask),
+            self.self_attention_norm,
+            self.dropout,
+            self.norm_position,
+            False,
+        )
+        cross_weights = self._weights_of(
+            self.cross_attention, self.cross_attention_norm, after_self, memory, cross_mask
+        )
+        return self(x, memory, self_mask, cross_mask), self_weights, cross_weights
+
+
+def _layer_kwargs(hparams: HParams) -> dict:
+    return dict(
+        d_model=hparams.d_model,
+        num_heads=hparams.num_heads,
+        d_ff=hparams.d_ff,
+        key_dim=hparams.key_dim,
+        value_dim=hparams.value_dim,
+        dropout=hparams.dropout,
+        attention_dropout=hparams.attention_dropout,
+        relu_dropout=hparams.relu_dropout,
+        norm_position=hparams.norm_position,
+        layer_norm_epsilon=hparams.layer_norm_epsilon,
+    )
+
+
+class _Stack(keras.layers.Layer):
+    """N layers; with pre-norm a final LayerNorm, since no sub-layer normalizes the output."""
+
+    layer_class: type = EncoderLayer
+
+    def __init__(self, num_layers: int, layer_kwargs: dict, **kwargs):
+        super().__init__(**kwargs)
+        self.num_layers = num_layers
+        self.layer_kwargs = dict(layer_kwargs)
+
+    def build(self, input_shape=None):
+        # Each layer is an attribute of its own (layer_0, layer_1, ...): tf.train.Checkpoint does
+        # not follow the lists Keras 3 tracks, so weights kept only in a list would not be saved.
+        for i in range(self.num_layers):
+            layer = self.layer_class(
+                **self.layer_kwargs, name=f"layer_{i}", dtype=self.dtype_policy
+            )
+            layer.build((None, None, self.layer_kwargs["d_model"]))
+            setattr(self, f"layer_{i}", layer)
+        self.final_norm = None
+        if self.layer_kwargs["norm_position"] == "pre":
+            self.final_norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_kwargs["layer_norm_epsilon"],
+                name="final_norm",
+                dtype=self.dtype_policy,
+            )
+            self.final_norm.build((None, None, self.layer_kwargs["d_model"]))
+        self.built = True
+
+    @property
+    def blocks(self) -> list:
+        return [getattr(self, f"layer_{i}") for i in range(self.num_layers)]
+
+    def _finish(self, x):
+        return x if self.final_norm is None else self.final_norm(x)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_layers=self.num_layers, layer_kwargs=self.layer_kwargs)
+        return config
+
+    @classmethod
+    def from_hparams(cls, hparams: HParams, num_layers: int, **kwargs):
+        return cls(num_layers, _layer_kwargs(hparams), **kwargs)
+
+
+class Encoder(_Stack):
+    """[batch, source, d_model] embeddings --> [batch, source, d_model] memory."""
+
+    layer_class = EncoderLayer
+
+    def call(self, x, attention_mask=None, training=None):
+        for layer in self.blocks:
+            x = layer(x, attention_mask=attention_mask, training=training)
+        return self._finish(x)
+
+
+class Decoder(_Stack):
+    """[batch, target, d_model] embeddings and memory --> [batch, target, d_model]."""
+
+    layer_class = DecoderLayer
+
+    def call(
+        self,
+        x,
+        memory=None,
+        self_mask=None,
+        cross_mask=None,
+        cache=None,
+        decode_index=None,
+        training=None,
+    ):
+        new_cache = []
+        for i, layer in enumerate(self.blocks):
+            if cache is None:
+                x = layer(x, memory, self_mask, cross_mask, training=training)
+            else:
+                x, layer_cache = layer(
+                    x,
+                    None,
+                    self_mask,
+                    cross_mask,
+                    cache=cache[i],
+                    decode_index=decode_index,
+                    training=training,
+                )
+                new_cache.append(layer_cache)
+        x = self._finish(x)
+        return x if cache is None else (x, new_cache)
+
+    def init_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int) -> list[dict]:
+        """Per layer: empty self-attention keys/values [batch, heads, 0, d] (they grow)."""
+        return [layer.self_attention.empty_cache(batch, max_length) for layer in self.blocks]
+
+    def project_memory(self, memory: tf.Tensor) -> list[dict]:
+        """Per layer: the encoder-decoder keys/values [batch, heads, source, d] of memory
+        [batch, source, d_model], projected once per sentence."""
+        return [layer.cross_attention.project_memory_heads(memory) for layer in self.blocks]

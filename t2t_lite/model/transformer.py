@@ -1,0 +1,177 @@
+"""The Transformer (section 3) as a Keras 3 model, with a cached one-step decoder for search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.hparams import HParams
+from t2t_lite.model.layers import (
+    Decoder,
+    Encoder,
+    PositionalEncoding,
+    SharedEmbedding,
+    attention_mask,
+    padding_mask,
+)
+
+
+class Transformer(keras.Model):
+    """Encoder-decoder Transformer.
+
+    Inputs are int ids with 0 as padding. `call({"inputs": [b, s], "targets": [b, t]})` returns
+    teacher-forced logits [b, t, vocab_size] (float32). The decoder reads the targets shifted
+    right by one, starting from id 0.
+
+    For search: `state = project_memory(*encode(inputs))`, `cache = init_cache(batch,
+    max_length)`, then repeatedly `logits, cache = decode_step(ids, index, cache, state)` with
+    the previous token's ids [b].
+    """
+
+    def __init__(
+        self, hparams: HParams | dict, vocab_size: int, output_vocab_size: int = 0, **kwargs
+    ):
+        if isinstance(hparams, dict):
+            hparams = HParams.from_dict(hparams)
+        kwargs.setdefault("dtype", hparams.precision)
+        super().__init__(**kwargs)
+        if not 0 <= output_vocab_size <= vocab_size:
+            raise ValueError(f"output_vocab_size={output_vocab_size} not in [0, {vocab_size}]")
+        self.hparams = hparams
+        self.vocab_size = vocab_size
+        # Logits cover ids [0, output_vocab_size) only (all ids when 0): the target symbols that
+        # a problem such as parsing lists first in a vocabulary shared with source words.
+        self.output_vocab_size = output_vocab_size
+        hp, policy = hparams, self.dtype_policy
+        self.embedding = SharedEmbedding(
+            vocab_size, hp.d_model, name="shared_embedding", dtype=policy
+        )
+        if not hp.shared_embeddings:
+            self.target_embedding = SharedEmbedding(
+                vocab_size, hp.d_model, name="target_embedding", dtype=policy
+            )
+        self.positions = PositionalEncoding(
+            hp.position_encoding, hp.d_model, hp.max_positions, name="positions", dtype=policy
+        )
+        self.embedding_dropout = keras.layers.Dropout(hp.dropout, dtype=policy)
+        self.encoder = Encoder.from_hparams(hp, hp.num_encoder_layers, name="encoder", dtype=policy)
+        self.decoder = Decoder.from_hparams(hp, hp.num_decoder_layers, name="decoder", dtype=policy)
+
+    def build(self, input_shape=None):
+        shape = (None, None, self.hparams.d_model)
+        for layer in (self.embedding, self.positions, self.encoder, self.decoder):
+            layer.build(shape)
+        if not self.hparams.shared_embeddings:
+            self.target_embedding.build(shape)
+        self.built = True
+
+    @property
+    def _target_embedding(self) -> SharedEmbedding:
+        return self.embedding if self.hparams.shared_embeddings else self.target_embedding
+
+    def _embed(self, embedding, ids, start_index=0, training=None):
+        x = self.positions(embedding(ids), start_index=start_index)
+        return self.embedding_dropout(x, training=training)
+
+    def _logits(self, x: tf.Tensor) -> tf.Tensor:
+        return self._target_embedding.logits(x, self.output_vocab_size or None)
+
+    def encode(self, inputs: tf.Tensor, training=None) -> tuple[tf.Tensor, tf.Tensor]:
+        """[batch, source] ids --> memory [batch, source, d_model] and its padding mask."""
+        mask = padding_mask(inputs)
+        x = self._embed(self.embedding, inputs, training=training)
+        memory = self.encoder(
+            x, attention_mask=attention_mask(tf.shape(inputs)[1], mask), training=training
+        )
+        return memory, mask
+
+    def decode(
+        self, targets: tf.Tensor, memory: tf.Tensor, memory_mask: tf.Tensor, training=None
+    ) -> tf.Tensor:
+        """Teacher forcing: [batch, target] ids --> logits [batch, target, vocab] (float32)."""
+        decoder_inputs = tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # shift right, start id 0
+        length = tf.shape(targets)[1]
+        # The causal mask alone suffices: padding comes after a target's last real token.
+        self_mask = attention_mask(length, tf.ones_like(targets, tf.bool), causal=True)
+        cross_mask = attention_mask(length, memory_mask)
+        x = self._embed(self._target_embedding, decoder_inputs, training=training)
+        x = self.decoder(x, memory, self_mask, cross_mask, training=training)
+        return tf.cast(self._logits(x), tf.float32)
+
+    def call(self, features: dict[str, tf.Tensor], training=None) -> tf.Tensor:
+        memory, memory_mask = self.encode(features["inputs"], training=training)
+        return self.decode(features["targets"], memory, memory_mask, training=training)
+
+    def attention_maps(self, inputs: tf.Tensor, targets: tf.Tensor) -> dict[str, list]:
+        """Attention weights of every layer and head for a teacher-forced pair (no dropout).
+
+        Returns {"encoder": [...], "decoder_self": [...], "decoder_cross": [...]}, one entry per
+        layer of shape [batch, heads, query, key].
+        """
+        memory_mask = padding_mask(inputs)
+        x = self._embed(self.embedding, inputs)
+        mask = attention_mask(tf.shape(inputs)[1], memory_mask)
+        maps = {"encoder": [], "decoder_self": [], "decoder_cross": []}
+        for layer in self.encoder.blocks:
+            x, weights = layer.attention_maps(x, mask)
+            maps["encoder"].append(weights)
+        memory = self.encoder._finish(x)
+        length = tf.shape(targets)[1]
+        self_mask = attention_mask(length, tf.ones_like(targets, tf.bool), causal=True)
+        cross_mask = attention_mask(length, memory_mask)
+        y = self._embed(self._target_embedding, tf.pad(targets, [[0, 0], [1, 0]])[:, :-1])
+        for layer in self.decoder.blocks:
+            y, self_weights, cross_weights = layer.attention_maps(y, memory, self_mask, cross_mask)
+            maps["decoder_self"].append(self_weights)
+            maps["decoder_cross"].append(cross_weights)
+        return maps
+
+    def project_memory(self, memory: tf.Tensor, memory_mask: tf.Tensor) -> dict[str, Any]:
+        """What every search step reads from the encoder, computed once per sentence: each
+        layer's encoder-decoder keys and values [batch, heads, source, d] and the padding mask."""
+        return {"layers": self.decoder.project_memory(memory), "mask": memory_mask}
+
+    def init_cache(self, batch: int | tf.Tensor, max_length: int | tf.Tensor) -> dict[str, Any]:
+        """The empty self-attention state of `batch` rows; it grows by a position per step (for
+        up to `max_length` steps; the argument is kept for callers, the cache does not need it)."""
+        return {"layers": self.decoder.init_cache(batch, max_length)}
+
+    def decode_step(
+        self,
+        ids: tf.Tensor,
+        index: tf.Tensor,
+        cache: dict[str, Any],
+        memory_state: dict[str, Any],
+    ) -> tuple[tf.Tensor, dict[str, Any]]:
+        """One decoder position: previous ids [rows] at position `index` --> logits [rows,
+        vocab] (float32) for position `index`, and the updated cache.
+
+        `memory_state` (`project_memory`) covers b sentences and `cache` (`init_cache`) rows =
+        b * g of them: g consecutive rows (the beams of a search) per sentence share its memory,
+        which is never copied per beam.
+        """
+        x = self._embed(self._target_embedding, ids[:, None], start_index=index)
+        cross_mask = memory_state["mask"][:, None, :]  # --> [b, 1, source]
+        layers = [
+            {"self": own, "cross": memory_state["layers"][i]}
+            for i, own in enumerate(cache["layers"])
+        ]
+        # The self-attention cache holds exactly the positions before `index`: no mask.
+        x, layers = self.decoder(x, None, None, cross_mask, cache=layers, decode_index=index)
+        logits = tf.cast(self._logits(x)[:, 0], tf.float32)
+        return logits, {"layers": layers}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hparams=self.hparams.to_dict(),
+            vocab_size=self.vocab_size,
+            output_vocab_size=self.output_vocab_size,
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,0 +1,125 @@
+"""What a training run records in `output_dir/hparams.json`, and how decode and export read it back.
+
+Layout of an output_dir:
+  hparams.json        RunInfo: problem, data_dir, hparams set name, resolved hparams, vocab size
+  checkpoints/        tf.train.CheckpointManager checkpoints; the model is stored under key "model"
+  averaged/           checkpoints written by t2t-avg-checkpoints (same key)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+
+import tensorflow as tf
+
+from t2t_lite.hparams import HParams
+
+RUN_INFO_FILE = "hparams.json"
+CHECKPOINT_DIR = "checkpoints"
+AVERAGED_DIR = "averaged"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunInfo:
+    """The resolved description of a training run; decode and export never re-derive it."""
+
+    problem: str
+    data_dir: str
+    hparams_set: str
+    hparams: HParams
+    vocab_size: int
+    # The leading ids the model outputs (problem metadata); 0: the whole vocabulary.
+    output_vocab_size: int = 0
+
+    def to_dict(self) -> dict:
+        values = dataclasses.asdict(self)
+        values["hparams"] = self.hparams.to_dict()
+        return values
+
+    def save(self, output_dir: str) -> str:
+        """Writes output_dir/hparams.json atomically; returns its path."""
+        os.makedirs(output_dir, exist_ok=True)
+        path = os.path.join(output_dir, RUN_INFO_FILE)
+        fd, tmp = tempfile.mkstemp(dir=output_dir, prefix=".hparams-", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, output_dir: str) -> RunInfo:
+        path = os.path.join(output_dir, RUN_INFO_FILE)
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"{path} does not exist: --output_dir must be a directory written by t2t-train"
+            )
+        try:
+            with open(path) as f:
+                values = json.load(f)
+            values["hparams"] = HParams.from_dict(values["hparams"])
+            return cls(**values)
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{path} is not a valid run description: {e}") from None
+
+    def diff(self, other: RunInfo) -> list[str]:
+        """Human-readable differences, e.g. ["hparams.d_model: 512 != 256"]."""
+        mine, theirs = _flatten(self.to_dict()), _flatten(other.to_dict())
+        return [
+            f"{k}: {mine.get(k)!r} != {theirs.get(k)!r}"
+            for k in sorted(set(mine) | set(theirs))
+            if mine.get(k) != theirs.get(k)
+        ]
+
+
+def _flatten(values: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def build_model(info: RunInfo):
+    """A built (weights created) Transformer for the run."""
+    from t2t_lite.model.transformer import Transformer
+
+    model = Transformer(info.hparams, info.vocab_size, output_vocab_size=info.output_vocab_size)
+    model.build()
+    return model
+
+
+def resolve_checkpoint(output_dir: str, checkpoint: str | None = None) -> str:
+    """A checkpoint path: `checkpoint` itself (a path prefix or a directory), or by default the
+    newest of output_dir/averaged and output_dir/checkpoints (by file modification time)."""
+    if checkpoint:
+        path = tf.train.latest_checkpoint(checkpoint) if os.path.isdir(checkpoint) else checkpoint
+        if not path or not tf.io.gfile.exists(path + ".index"):
+            raise FileNotFoundError(f"no checkpoint at --checkpoint={checkpoint}")
+        return path
+    candidates = [
+        tf.train.latest_checkpoint(os.path.join(output_dir, d))
+        for d in (AVERAGED_DIR, CHECKPOINT_DIR)
+    ]
+    candidates = [c for c in candidates if c]
+    if not candidates:
+        raise FileNotFoundError(
+            f"no checkpoint in {output_dir}/{CHECKPOINT_DIR} or {output_dir}/{AVERAGED_DIR}"
+        )
+    return max(candidates, key=lambda c: os.path.getmtime(c + ".index"))
+
+
+def restore_model(output_dir: str, checkpoint: str | None = None):
+    """Returns (model, run_info, checkpoint_path) with the model's weights restored."""
+    info = RunInfo.load(output_dir)
+    model = build_model(info)
+    path = resolve_checkpoint(output_dir, checkpoint)
+    tf.train.Checkpoint(model=model).restore(
+        path
+    ).expect_partial().assert_existing_objects_matched()
+    return model, info, path

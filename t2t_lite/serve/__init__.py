@@ -1,0 +1,1 @@
+"""Serving: the SavedModel export and the TF Serving client."""

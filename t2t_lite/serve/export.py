@@ -1,0 +1,356 @@
+"""Export for TF Serving: a SavedModel that turns raw strings into translations in one graph.
+
+The exported graph tokenizes with tensorflow-text, runs the batched cached beam search of
+`t2t_lite.decode.search` in a `tf.while_loop`, and detokenizes, so a client sends text and gets text
+back. Three signatures:
+
+  serving_default  inputs: string [batch] --> outputs: string [batch],
+                   scores: float32 [batch], truncated: bool [batch]
+  nbest            inputs: string [batch] --> outputs: string [batch, n],
+                   scores: float32 [batch, n], truncated: bool [batch]
+  translate_ids    input_ids: int32 [batch, length] (zero-padded, EOS optional)
+                   --> output_ids: int32 [batch, out_length] (EOS included, zero-padded),
+                   scores: float32 [batch], truncated: bool [batch]
+
+Text is handled as t2t-decode handles it: surrounding whitespace is stripped, an empty input
+gives an empty output with score 0, and `scores` is the beam's ranking score log p / lp(length)
+(GNMT length penalty; the plain log-probability when alpha = 0). An input longer than
+`max_input_length` tokens (EOS included) is cut to that length and flagged in `truncated`;
+invalid UTF-8 bytes become U+FFFD. An empty batch returns empty outputs without searching.
+
+The SavedModel is written with `keras.export.ExportArchive`, which tracks every model variable
+and the tokenizer's resources explicitly (a Keras 3 model inside a plain `tf.Module` would export
+variables that non-Python loaders such as TF Serving cannot find). It goes to a hidden temporary
+folder in `export_dir`, renamed to `export_dir/<version>` once complete, so TF Serving, which
+watches `export_dir`, never sees half an export. Loading it in Python needs
+`import tensorflow_text` first (it registers the tokenizer ops).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite.data import Tokenizer, trim_ids
+from t2t_lite.decode import transformer_step
+from t2t_lite.vocabulary import EOS_ID, PAD_ID
+
+NBEST_SIGNATURE = "nbest"
+IDS_SIGNATURE = "translate_ids"
+EXPORT_INFO = "t2t_export.json"  # in the version folder's assets.extra/
+_TMP_PREFIX = ".tmp-export-"
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingSettings:
+    """Search settings fixed into the exported graph.
+
+    beam_size: live hypotheses per sentence; alpha: GNMT length-penalty exponent;
+    extra_length: outputs are at most input length + extra_length tokens; max_input_length:
+    longer inputs (tokens, EOS included) are truncated; nbest: hypotheses of the n-best signature.
+    """
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    extra_length: int = 50
+    max_input_length: int = 256
+    nbest: int = 4
+
+    def check(self, max_positions: int) -> None:
+        """Raises ValueError naming the flag that is out of range."""
+        if self.beam_size < 1:
+            raise ValueError(f"--beam_size must be at least 1, got {self.beam_size}")
+        if not 1 <= self.nbest <= self.beam_size:
+            raise ValueError(
+                f"--nbest must be in [1, --beam_size={self.beam_size}], got {self.nbest}"
+            )
+        if self.alpha < 0:
+            raise ValueError(f"--alpha must be >= 0, got {self.alpha}")
+        if self.extra_length < 0:
+            raise ValueError(f"--extra_length must be >= 0, got {self.extra_length}")
+        # Positions past max_positions have no encoding: the graph would fail at serving time.
+        if not 1 <= self.max_input_length <= max_positions:
+            raise ValueError(
+                f"--max_input_length must be in [1, {max_positions}] (the model's max_positions), "
+                f"got {self.max_input_length}"
+            )
+
+
+def clean_utf8(strings: tf.Tensor) -> tf.Tensor:
+    """[batch] tf.string --> [batch] valid UTF-8: each invalid byte sequence becomes U+FFFD."""
+    return tf.strings.unicode_transcode(
+        strings, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+
+
+# Python's str.strip() whitespace: \t-\r, \x1c-\x1f, space, \x85 and Unicode Z (\xa0, \u3000, ...).
+_WHITESPACE = r"[\t-\r\x{1c}-\x{20}\x{85}\p{Z}]"
+
+
+def strip_whitespace(strings: tf.Tensor) -> tf.Tensor:
+    """[batch] valid UTF-8 --> [batch] without leading and trailing whitespace, the characters
+    Python's str.strip() removes, so that the graph and t2t-decode see the same text."""
+    return tf.strings.regex_replace(strings, f"^{_WHITESPACE}+|{_WHITESPACE}+$", "")
+
+
+def source_ids(tokens: tf.RaggedTensor, max_input_length: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """Ragged ids without EOS [batch, (n)] --> model inputs [batch, length] int32 (truncated to
+    `max_input_length - 1` tokens, then EOS, then zero padding) and truncated [batch] bool."""
+    keep = max_input_length - 1
+    truncated = tokens.row_lengths() > keep  # --> [batch]
+    tokens = tf.cast(tokens[:, :keep], tf.int32)
+    eos = tf.RaggedTensor.from_tensor(tf.fill([tokens.nrows(), 1], EOS_ID))
+    ids = tf.concat([tokens, eos], axis=1).to_tensor(default_value=PAD_ID)  # --> [batch, length]
+    return ids, truncated
+
+
+class ServingFunctions:
+    """The signatures' computations over a restored model and its tokenizer; each public method
+    takes a batch and returns its signature's output dict (they run eagerly too).
+
+    As in t2t-decode, an input that is empty after stripping whitespace is not searched: its
+    output is "" (or no ids) with score 0.
+    """
+
+    def __init__(self, model: keras.Model, tokenizer: Tokenizer, settings: ServingSettings):
+        settings.check(model.hparams.max_positions)
+        if tokenizer.vocab_size != model.vocab_size:
+            raise ValueError(
+                f"the tokenizer has {tokenizer.vocab_size} ids but the model {model.vocab_size}"
+            )
+        self.model = model
+        self.tokenizer = tokenizer
+        self.settings = settings
+
+    def _search(
+        self,
+        ids: tf.Tensor,
+        keep: tf.Tensor,
+        nbest: int,
+        finish: Callable[[tf.Tensor], dict[str, tf.Tensor]],
+        empty: dict[str, tf.Tensor],
+    ) -> dict[str, tf.Tensor]:
+        """Searches the rows of source ids [batch, length] where keep [batch] is True.
+
+        `finish` maps the found ids [kept, nbest, out_length] to a dict of [kept, ...] outputs;
+        `empty` holds the same outputs for no rows. Returns them scattered back to [batch, ...]
+        (zeros or "" at rows not kept) with "scores" [batch, nbest]. Rows not kept, and an empty
+        batch, are never searched.
+        """
+        s = self.settings
+        rows = tf.where(keep)[:, 0]  # --> [kept]
+
+        def search():
+            found = transformer_step.translate_ids(
+                self.model,
+                tf.gather(ids, rows),
+                beam_size=s.beam_size,
+                alpha=s.alpha,
+                extra_length=s.extra_length,
+                nbest=nbest,
+            )
+            return {"scores": found.scores, **finish(found.ids)}
+
+        def nothing():  # a zero-row search has no maximum length to loop to
+            return {"scores": tf.zeros([0, nbest], tf.float32), **empty}
+
+        found = tf.cond(tf.size(rows) > 0, search, nothing)
+        batch = tf.shape(ids, tf.int64)[:1]
+        return {
+            name: tf.scatter_nd(
+                rows[:, None], value, tf.concat([batch, tf.shape(value, tf.int64)[1:]], 0)
+            )
+            for name, value in found.items()
+        }
+
+    def _translate_text(self, inputs: tf.Tensor, nbest: int) -> dict[str, tf.Tensor]:
+        """[batch] strings --> outputs [batch, nbest], scores [batch, nbest], truncated [batch]."""
+        text = strip_whitespace(clean_utf8(tf.convert_to_tensor(inputs, tf.string)))
+        tokens = self.tokenizer.encode(text)  # --> ragged [batch, (n)]
+        ids, truncated = source_ids(tokens, self.settings.max_input_length)
+
+        def detokenize(found_ids):  # [kept, nbest, out_length] --> [kept, nbest] strings
+            shape = tf.shape(found_ids)
+            flat = tf.reshape(found_ids, [-1, shape[2]])  # --> [kept * nbest, out_length]
+            return {"outputs": tf.reshape(self.tokenizer.decode(flat), shape[:2])}
+
+        empty = {"outputs": tf.zeros([0, nbest], tf.string)}
+        found = self._search(ids, tf.strings.length(text) > 0, nbest, detokenize, empty)
+        return {**found, "truncated": truncated}
+
+    def translate(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        """serving_default: inputs [batch] --> outputs [batch], scores, truncated [batch]."""
+        found = self._translate_text(inputs, 1)
+        return {**found, "outputs": found["outputs"][:, 0], "scores": found["scores"][:, 0]}
+
+    def translate_nbest(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        """nbest: inputs [batch] --> outputs [batch, n], scores [batch, n], truncated [batch],
+        best first. An empty slot (fewer finished hypotheses than n) has score -inf."""
+        return self._translate_text(inputs, self.settings.nbest)
+
+    def translate_ids(self, input_ids: tf.Tensor) -> dict[str, tf.Tensor]:
+        """translate_ids: input_ids [batch, length], zero-padded, what follows a row's first EOS
+        or pad ignored --> output_ids [batch, out_length] (EOS included, zero-padded), scores
+        [batch], truncated [batch]. Ids outside [0, vocab_size) are an error."""
+        input_ids = tf.convert_to_tensor(input_ids, tf.int32)
+        checks = [
+            tf.debugging.assert_non_negative(input_ids, message="input_ids must be >= 0"),
+            tf.debugging.assert_less(
+                input_ids,
+                self.model.vocab_size,
+                message=f"input_ids must be < the vocabulary size {self.model.vocab_size}",
+            ),
+        ]
+        with tf.control_dependencies(checks):
+            tokens = trim_ids(input_ids)  # --> ragged [batch, (n)]
+        ids, truncated = source_ids(tokens, self.settings.max_input_length)
+        found = self._search(
+            ids,
+            tokens.row_lengths() > 0,
+            1,
+            lambda found_ids: {"output_ids": found_ids[:, 0]},  # --> [kept, out_length]
+            {"output_ids": tf.zeros([0, 0], tf.int32)},
+        )
+        return {**found, "scores": found["scores"][:, 0], "truncated": truncated}
+
+
+def signatures(functions: ServingFunctions) -> dict[str, tuple[Any, list[tf.TensorSpec]]]:
+    """Signature name --> (function, input signature), serving_default first."""
+    text = [tf.TensorSpec([None], tf.string, name="inputs")]
+    return {
+        "serving_default": (functions.translate, text),
+        NBEST_SIGNATURE: (functions.translate_nbest, text),
+        IDS_SIGNATURE: (
+            functions.translate_ids,
+            [tf.TensorSpec([None, None], tf.int32, name="input_ids")],
+        ),
+    }
+
+
+def next_version(export_dir: str) -> int:
+    """1 + the largest numeric version folder in `export_dir` (1 if there is none)."""
+    if not os.path.isdir(export_dir):
+        return 1
+    versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
+    return max(versions, default=0) + 1
+
+
+def write_version(export_dir: str, version: int | None, write: Callable[[str], None]) -> str:
+    """Calls `write(folder)` on a fresh hidden folder in `export_dir`, then renames it to
+    `export_dir/<version>` and returns that path. The version folder appears whole or not at
+    all: on any error the temporary folder is removed and the error propagates.
+
+    `version` defaults to `next_version(export_dir)`; an existing version is never overwritten.
+    """
+    os.makedirs(export_dir, exist_ok=True)
+    version = next_version(export_dir) if version is None else version
+    if version < 0:
+        raise ValueError(f"--version must be a non-negative integer, got {version}")
+    final = os.path.join(export_dir, str(version))
+    if os.path.exists(final):
+        raise FileExistsError(f"{final} already exists; pass another --version")
+    tmp = tempfile.mkdtemp(dir=export_dir, prefix=f"{_TMP_PREFIX}{version}-")
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a server may run as another user
+        write(tmp)
+        # A folder rename is atomic within one file system; TF Serving skips non-numeric names.
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def write_saved_model(
+    functions: ServingFunctions,
+    export_dir: str,
+    version: int | None = None,
+    info: dict[str, Any] | None = None,
+) -> str:
+    """Writes the SavedModel with the three signatures to `export_dir/<version>` atomically
+    (see `write_version`) and returns that path. `info` (JSON-able: checkpoint, settings, ...)
+    is stored with the version as assets.extra/t2t_export.json."""
+    start = time.monotonic()
+    archive = keras.export.ExportArchive()
+    archive.track(functions.model)
+    archive.track(functions.tokenizer)  # its lookup tables or SentencePiece resource
+    for name, (fn, input_signature) in signatures(functions).items():
+        archive.add_endpoint(name, fn, input_signature)
+
+    def write(folder: str) -> None:
+        logging.info("tracing the signatures and writing them to %s", folder)
+        archive.write_out(folder, verbose=False)
+        extra = os.path.join(folder, "assets.extra")
+        os.makedirs(extra, exist_ok=True)
+        with open(os.path.join(extra, EXPORT_INFO), "w") as f:
+            json.dump(info or {}, f, indent=2, sort_keys=True)
+
+    path = write_version(export_dir, version, write)
+    logging.info("wrote %s in %.1f s", path, time.monotonic() - start)
+    return path
+
+
+def load_serving(
+    output_dir: str,
+    *,
+    checkpoint: str | None = None,
+    data_dir: str | None = None,
+    beam_size: int | None = None,
+    alpha: float | None = None,
+    extra_length: int | None = None,
+    max_input_length: int | None = None,
+    nbest: int | None = None,
+) -> tuple[ServingFunctions, dict[str, Any]]:
+    """Restores a training run (output_dir/hparams.json and a checkpoint) for export.
+
+    Search settings left None take the problem's decode defaults, as t2t-decode does;
+    max_input_length defaults to the model's max_positions (t2t-decode's limit too) and nbest
+    to beam_size. `data_dir` overrides the one recorded at training time.
+
+    Returns:
+      (functions, info): info is JSON-able (checkpoint, problem, settings) for the export.
+    """
+    from t2t_lite.problems import get_problem  # the problem registry; heavy, so imported late
+    from t2t_lite.runtime.run_info import restore_model
+
+    model, run, path = restore_model(output_dir, checkpoint)
+    logging.info("restored %s (problem %s, hparams %s)", path, run.problem, run.hparams_set)
+    data_dir = data_dir or run.data_dir
+    tokenizer = get_problem(run.problem).tokenizer(data_dir)
+    if tokenizer.vocab_size != run.vocab_size:
+        raise ValueError(
+            f"the vocabulary in {data_dir} has {tokenizer.vocab_size} ids but the model in "
+            f"{output_dir} was trained with {run.vocab_size}; pass the run's --data_dir"
+        )
+    defaults = get_problem(run.problem).decode_defaults
+    beam_size = _given(beam_size, defaults.beam_size)
+    settings = ServingSettings(
+        beam_size=beam_size,
+        alpha=_given(alpha, defaults.alpha),
+        extra_length=_given(extra_length, defaults.extra_length),
+        max_input_length=_given(max_input_length, run.hparams.max_positions),
+        nbest=_given(nbest, beam_size),
+    )
+    info = {
+        "output_dir": os.path.abspath(output_dir),
+        "checkpoint": os.path.abspath(path),
+        "problem": run.problem,
+        "hparams_set": run.hparams_set,
+        "data_dir": os.path.abspath(data_dir),
+        "settings": dataclasses.asdict(settings),
+    }
+    return ServingFunctions(model, tokenizer, settings), info
+
+
+def _given(value: Any, default: Any) -> Any:
+    return default if value is None else value

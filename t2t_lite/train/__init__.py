@@ -1,0 +1,1 @@
+"""Training: the loop, the step, the learning-rate schedules and the dev evaluation."""

@@ -1,0 +1,78 @@
+"""Evaluation during training: dev loss, perplexity and token accuracy, and optionally sacreBLEU
+of greedy decoding on a dev subset."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite.vocabulary import EOS_ID, PAD_ID
+
+# Metrics that can choose the best checkpoint, and whether higher is better.
+METRIC_DIRECTIONS = {
+    "dev_loss": False,
+    "dev_perplexity": False,
+    "dev_accuracy": True,
+    "dev_bleu": True,
+}
+
+
+def evaluate(trainer, dev_dataset, problem, config) -> dict[str, float]:
+    """Metrics over the dev split (or its first `config.eval_batches` batches per pipeline).
+
+    dev_loss is the mean negative log-likelihood per target token (exp of it is the perplexity);
+    dev_smoothed_loss the label-smoothed one that training minimizes.
+    """
+    totals = np.zeros(5, np.float64)  # train_step.STATS
+    for batch in dev_dataset:
+        totals += trainer.eval_step(batch).numpy()
+    tokens = max(totals[2], 1.0)
+    metrics = {
+        "dev_loss": totals[1] / tokens,
+        "dev_smoothed_loss": totals[0] / tokens,
+        "dev_accuracy": totals[4] / tokens,
+        "dev_tokens": totals[2],
+    }
+    metrics["dev_perplexity"] = math.exp(min(metrics["dev_loss"], 700.0))
+    if config.bleu_examples:
+        metrics["dev_bleu"] = dev_bleu(trainer.model, problem, config)
+    return {k: float(v) for k, v in metrics.items()}
+
+
+def _strip(ids: np.ndarray) -> list[int]:
+    """Token ids up to (not including) the first EOS, without padding."""
+    out = []
+    for token in ids.tolist():
+        if token == EOS_ID:
+            break
+        if token != PAD_ID:
+            out.append(token)
+    return out
+
+
+def dev_bleu(model, problem, config) -> float:
+    """sacreBLEU of greedy decoding (beam 1) on the first `config.bleu_examples` dev examples."""
+    import sacrebleu
+
+    from t2t_lite.decode import transformer_step
+
+    tokenizer = problem.tokenizer(config.data_dir)
+    dataset = problem.make_dataset(
+        config.data_dir, "dev", model.hparams, shuffle=False, repeat=False
+    )
+    hypotheses, references = [], []
+    for batch in dataset:
+        result = transformer_step.translate_ids(model, batch["inputs"], beam_size=1, nbest=1)
+        for hyp, ref in zip(result.ids[:, 0].numpy(), batch["targets"].numpy(), strict=True):
+            hypotheses.append(_strip(hyp))
+            references.append(_strip(ref))
+        if len(hypotheses) >= config.bleu_examples:
+            break
+
+    def detokenize(sequences):
+        ragged = tf.ragged.constant(sequences[: config.bleu_examples], dtype=tf.int32)
+        return [s.decode("utf-8") for s in tokenizer.decode(ragged).numpy()]
+
+    return sacrebleu.corpus_bleu(detokenize(hypotheses), [detokenize(references)]).score

@@ -1,0 +1,313 @@
+"""t2t-train's engine: strategy, datasets, model and optimizer; the loop, its checkpoints,
+evaluations and progress lines.
+
+The loop is our own rather than `model.fit` (docs: DESIGN.md): a `tf.function` step run with
+`strategy.run`, checkpointed by tf.train.CheckpointManager every `save_every` steps, on SIGTERM or
+SIGINT, and at the end. The input position is not stored: the training stream is a deterministic
+function of the seed, and a resumed run skips the batches the restored steps consumed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import signal
+import time
+
+import keras
+import tensorflow as tf
+from absl import logging
+from tensorflow.core.framework import summary_pb2
+
+from t2t_lite.hparams import HParams
+from t2t_lite.runtime import distribute
+from t2t_lite.runtime.checkpoints import BestKeeper, CheckpointKeeper
+from t2t_lite.runtime.progress import ProgressLog
+from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+from t2t_lite.train.evaluation import METRIC_DIRECTIONS, evaluate
+from t2t_lite.train.step import Trainer
+
+# tf.summary.scalar needs the tensorboard package; the raw op with the scalars plugin's
+# metadata writes the same event without it (TensorBoard itself is only needed to view them).
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+).SerializeToString()
+
+# float16 loss scaling halves the scale on every overflow; below this the gradients are not
+# representable at all and training cannot recover.
+MIN_LOSS_SCALE = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """How to run training (the hparams say what to train). Mirrors t2t-train's flags."""
+
+    output_dir: str
+    data_dir: str
+    train_steps: int
+    eval_every: int = 1000
+    save_every: int = 1000
+    keep_checkpoints: int = 5
+    keep_checkpoint_every_minutes: float = 0.0
+    log_every: int = 100
+    seed: int = 0
+    deterministic: bool = False
+    eval_batches: int = 0  # 0: the whole dev split
+    best_metric: str = "dev_loss"
+    early_stopping: int = 0  # evaluations without improvement before stopping; 0: never
+    bleu_examples: int = 0  # >0: sacreBLEU of greedy decoding on this many dev examples
+    # >0: stop (evaluate, save) once this many minutes of training have passed in this process;
+    # rerunning the command resumes towards train_steps.
+    train_minutes: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("train_steps", "eval_every", "save_every", "keep_checkpoints", "log_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
+        if self.best_metric not in METRIC_DIRECTIONS:
+            raise ValueError(
+                f"--best_metric={self.best_metric!r} is not one of {', '.join(METRIC_DIRECTIONS)}"
+            )
+        if self.best_metric == "dev_bleu" and not self.bleu_examples:
+            raise ValueError("--best_metric=dev_bleu needs --bleu_examples > 0")
+
+
+class ConflictingRunError(ValueError):
+    """The flags of a resumed run differ from the output_dir's hparams.json."""
+
+
+class NonFiniteError(FloatingPointError):
+    """The loss or the gradient of a step was NaN or infinite; the update was not applied."""
+
+
+class TrainingInterrupted(Exception):
+    """SIGTERM or SIGINT stopped training after a checkpoint was saved."""
+
+
+class _StopSignal:
+    """Turns SIGTERM and SIGINT into a flag the loop checks after each step."""
+
+    def __init__(self):
+        self.received: str | None = None
+        self._previous = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        del frame
+        if self.received:  # a second signal: stop now, without a checkpoint
+            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
+        self.received = signal.Signals(signum).name
+        logging.warning(
+            "%s: stopping after this step (send it again to stop at once)", self.received
+        )
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def _check_run_info(info: RunInfo, output_dir: str) -> None:
+    """Writes output_dir/hparams.json, or checks that a resumed run's flags agree with it."""
+    if os.path.exists(os.path.join(output_dir, "hparams.json")):
+        previous = RunInfo.load(output_dir)
+        differences = previous.diff(info)
+        if differences:
+            raise ConflictingRunError(
+                f"{output_dir}/hparams.json (saved != requested) differs from this run's flags: "
+                + "; ".join(differences)
+                + ". Use the saved flags to resume, or a new --output_dir."
+            )
+    else:
+        info.save(output_dir)
+
+
+def _distributed_stream(problem, config: TrainConfig, hparams: HParams, strategy, skip: int):
+    """The training batches, each pipeline skipping the `skip` batches already consumed."""
+
+    def dataset_fn(context):
+        ds = problem.make_dataset(
+            config.data_dir,
+            "train",
+            hparams,
+            shuffle=True,
+            repeat=True,
+            seed=config.seed,
+            input_context=context,
+        )
+        return ds.skip(skip) if skip else ds
+
+    return iter(strategy.distribute_datasets_from_function(dataset_fn))
+
+
+def _dev_dataset(problem, config: TrainConfig, hparams: HParams, strategy):
+    def dataset_fn(context):
+        ds = problem.make_dataset(
+            config.data_dir, "dev", hparams, shuffle=False, repeat=False, input_context=context
+        )
+        return ds.take(config.eval_batches) if config.eval_batches else ds
+
+    return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+def _configure(config: TrainConfig) -> None:
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    # Weights, dropout and the data order all follow the seed. (The model takes its dtype
+    # policy from hparams.precision, so no global policy is set.)
+    keras.utils.set_random_seed(config.seed)
+
+
+def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, strategy=None) -> dict:
+    """Trains to `config.train_steps`, resuming from output_dir/checkpoints if there are any.
+
+    Returns the last evaluation's metrics (with "step"). Raises NonFiniteError, CheckpointError,
+    ConflictingRunError or TrainingInterrupted, with messages naming the step, file or flag.
+    """
+    strategy = strategy or distribute.create_strategy("auto")
+    if config.train_minutes and distribute.num_input_pipelines(strategy) > 1:
+        # Each worker would read its own clock and stop at a different step, leaving the others
+        # waiting in a collective; a step count is the same everywhere.
+        raise ValueError("--train_minutes works on one machine only; use --train_steps")
+    _configure(config)
+    info = RunInfo(
+        problem=problem.name,
+        data_dir=config.data_dir,
+        hparams_set=hparams_set,
+        hparams=hparams,
+        vocab_size=problem.tokenizer(config.data_dir).vocab_size,
+        output_vocab_size=problem.output_size(config.data_dir),
+    )
+    chief = distribute.is_chief(strategy)
+    if chief:
+        _check_run_info(info, config.output_dir)
+    trainer = Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size)
+    keeper = CheckpointKeeper(
+        trainer.checkpoint(),
+        os.path.join(config.output_dir, CHECKPOINT_DIR),
+        config.keep_checkpoints,
+        config.keep_checkpoint_every_minutes,
+        chief=chief,
+        worker_id=distribute.task_info(strategy)[1],
+    )
+    restored = keeper.restore_latest()
+    start = int(trainer.step.numpy())
+    logging.info("%s at step %d", f"resumed from {restored}" if restored else "starting", start)
+    per_pipeline = strategy.num_replicas_in_sync // distribute.num_input_pipelines(strategy)
+    skip = start * hparams.accum_steps * per_pipeline
+    iterator = _distributed_stream(problem, config, hparams, strategy, skip)
+    loop = _Loop(problem, config, trainer, keeper, strategy, chief)
+    return loop.run(iterator, start)
+
+
+class _Loop:
+    """The step loop with its periodic saves, evaluations, summaries and progress lines."""
+
+    def __init__(self, problem, config, trainer, keeper, strategy, chief):
+        self.problem, self.config, self.trainer = problem, config, trainer
+        self.keeper, self.strategy, self.chief = keeper, strategy, chief
+        self.dev = _dev_dataset(problem, config, trainer.hparams, strategy)
+        higher = METRIC_DIRECTIONS[config.best_metric]
+        self.best = BestKeeper(
+            trainer.model, config.output_dir, config.best_metric, higher, save=chief
+        )
+        self.stale_evals = 0
+        self.skipped_steps = 0
+        summaries = os.path.join(config.output_dir, "summaries")
+        self.train_writer, self.dev_writer = (
+            tf.summary.create_file_writer(os.path.join(summaries, name))
+            if chief
+            else tf.summary.create_noop_writer()
+            for name in ("train", "dev")
+        )
+        self.last_metrics: dict = {}
+
+    def run(self, iterator, start: int) -> dict:
+        config = self.config
+        progress = ProgressLog(config.train_steps, start, config.log_every)
+        step = start
+        deadline = time.monotonic() + 60 * config.train_minutes if config.train_minutes else None
+        with _StopSignal() as stop:
+            while step < config.train_steps:
+                result = {k: v.numpy() for k, v in self.trainer.train_step(iterator).items()}
+                step += 1
+                self._check_step(step, result)
+                progress.update(step, result)
+                if step % config.log_every == 0:
+                    self._summaries(self.train_writer, step, progress.scalars(result))
+                if stop.received:
+                    path = self.keeper.save(step)
+                    logging.warning("%s: saved %s at step %d; stopping", stop.received, path, step)
+                    raise TrainingInterrupted(
+                        f"stopped by {stop.received} at step {step}; saved {path}"
+                    )
+                if step % config.save_every == 0 and step < config.train_steps:
+                    self.keeper.save(step)
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                if step % config.eval_every == 0 or step == config.train_steps or out_of_time:
+                    if self._evaluate(step):
+                        break
+                if out_of_time:
+                    logging.info(
+                        "--train_minutes=%g reached at step %d", config.train_minutes, step
+                    )
+                    break
+        self.keeper.save(step)
+        for writer in (self.train_writer, self.dev_writer):
+            writer.flush()
+        return self.last_metrics
+
+    def _check_step(self, step: int, result: dict) -> None:
+        if not result["finite"] and self.trainer.loss_scaled and math.isfinite(result["loss"]):
+            self.skipped_steps += 1
+            logging.warning(
+                "step %d: float16 gradient overflow, update skipped (%d so far); loss scale %g",
+                step,
+                self.skipped_steps,
+                result["loss_scale"] / 2,
+            )
+            if result["loss_scale"] / 2 < MIN_LOSS_SCALE:
+                raise NonFiniteError(
+                    f"step {step}: the float16 loss scale collapsed below {MIN_LOSS_SCALE} after "
+                    f"{self.skipped_steps} skipped steps; train with precision=mixed_bfloat16 or "
+                    "float32, or a lower learning rate"
+                )
+            return
+        if not result["finite"]:
+            last = self.keeper.manager.latest_checkpoint or "none"
+            raise NonFiniteError(
+                f"step {step}: non-finite loss ({result['loss']}) or gradient norm "
+                f"({result['grad_norm']}); the update was not applied and no checkpoint was "
+                f"written (last checkpoint: {last}). Lower the learning rate or check the data."
+            )
+
+    def _evaluate(self, step: int) -> bool:
+        """Evaluates, keeps the best model; True when early stopping says to stop."""
+        metrics = evaluate(self.trainer, self.dev, self.problem, self.config)
+        logging.info("step %d dev: %s", step, ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
+        metrics["step"] = step
+        self.last_metrics = metrics
+        self._summaries(self.dev_writer, step, metrics)
+        improved = self.best.update(step, metrics)
+        self.stale_evals = 0 if improved else self.stale_evals + 1
+        if self.config.early_stopping and self.stale_evals >= self.config.early_stopping:
+            logging.info(
+                "early stopping: no better %s in %d evaluations",
+                self.config.best_metric,
+                self.stale_evals,
+            )
+            return True
+        return False
+
+    def _summaries(self, writer, step: int, scalars: dict) -> None:
+        if not self.chief:
+            return
+        with writer.as_default(step=step):
+            for name, value in scalars.items():
+                if name != "step":
+                    tf.summary.write(name, float(value), metadata=_SCALAR_METADATA)

@@ -1,0 +1,214 @@
+"""The distributed training and evaluation steps: the model, its optimizer and the step counter.
+
+One step, on every replica:
+  1. for each of `accum_steps` micro-batches: forward, label-smoothed loss, gradients;
+  2. one all-reduce (SUM) of the gradients and of the token counts across replicas;
+  3. division by the global number of target tokens, so the update is the mean token loss's
+     gradient whatever the number of replicas or micro-batches (2 replicas x B tokens, one device
+     with 2B, and 2 micro-batches of B accumulated all make the same update);
+  4. the non-finite check on the global gradient, then the optimizer's update, or none.
+
+The step all-reduces the gradients itself so that the non-finite check, the gradient norm and
+`clip_grad_norm` all see the global gradient; Keras' own all-reduce in `apply` is turned off
+(it would sum a second time, and Keras clips before it reduces).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from t2t_lite.hparams import HParams
+from t2t_lite.model.losses import label_smoothed_cross_entropy
+from t2t_lite.model.transformer import Transformer
+from t2t_lite.train.schedules import create_optimizer
+from t2t_lite.vocabulary import PAD_ID
+
+SUM = tf.distribute.ReduceOp.SUM
+# Per-replica statistics of a batch, stacked in this order into one float32 vector.
+STATS = ("smoothed_sum", "nll_sum", "target_tokens", "source_tokens", "correct_tokens")
+
+
+def batch_stats(logits: tf.Tensor, batch: dict[str, tf.Tensor], label_smoothing: float):
+    """Sums over a batch's non-padding target tokens, as a [len(STATS)] float32 vector."""
+    smoothed, nll, tokens = label_smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
+    weights = tf.cast(tf.not_equal(batch["targets"], PAD_ID), tf.float32)
+    predicted = tf.argmax(logits, axis=-1, output_type=batch["targets"].dtype)
+    correct = tf.reduce_sum(tf.cast(tf.equal(predicted, batch["targets"]), tf.float32) * weights)
+    source = tf.reduce_sum(tf.cast(tf.not_equal(batch["inputs"], PAD_ID), tf.float32))
+    return tf.stack([smoothed, nll, tokens, source, correct])
+
+
+class Trainer:
+    """Owns the model, optimizer and step counter of a run, all created in `strategy.scope()`.
+
+    `train_step(iterator)` runs one optimizer step (consuming `accum_steps` batches per replica)
+    and returns replica 0's copy of the all-reduced results: loss (mean smoothed token loss),
+    nll, target/source token counts, grad_norm, learning_rate, finite (loss and gradient),
+    applied (whether the update was made) and loss_scale.
+    `eval_step(batch)` returns the STATS vector summed over replicas.
+    """
+
+    def __init__(
+        self,
+        hparams: HParams,
+        vocab_size: int,
+        strategy: tf.distribute.Strategy,
+        output_vocab_size: int = 0,
+    ):
+        self.hparams = hparams
+        self.strategy = strategy
+        self.loss_scaled = hparams.precision == "mixed_float16"
+        with strategy.scope():
+            self.model = Transformer(hparams, vocab_size, output_vocab_size=output_vocab_size)
+            self.model.build()
+            optimizer = create_optimizer(hparams)
+            self.inner_optimizer = optimizer
+            if self.loss_scaled:
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            self.optimizer = optimizer
+            # Variables made inside the scope are mirrored; made lazily in the first step
+            # they would not be (and MultiWorkerMirroredStrategy would fail).
+            self.optimizer.build(self.model.trainable_variables)
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+            self._accumulators = self._make_accumulators() if hparams.accum_steps > 1 else None
+        # The step has all-reduced the gradients; Keras' hook would sum them again. (Private
+        # API: the two-replica test fails, with updates twice too large, if Keras renames it.)
+        self.inner_optimizer._all_reduce_sum_gradients = list
+        self._grads = tf.function(self._loss_and_grads, jit_compile=hparams.jit_compile)
+        self.train_step = tf.function(self._train_step)
+        self.eval_step = tf.function(self._eval_step, reduce_retracing=True)
+
+    def _make_accumulators(self) -> dict:
+        # Each replica adds into its own copy; ON_READ variables are never synchronized by
+        # writes, which is what an accumulator needs.
+        def local(shape, name):
+            return tf.Variable(
+                tf.zeros(shape, tf.float32),
+                trainable=False,
+                name=name,
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.SUM,
+            )
+
+        grads = [local(v.shape, f"accum_{i}") for i, v in enumerate(self.model.trainable_variables)]
+        return {"grads": grads, "stats": local([len(STATS)], "accum_stats")}
+
+    def checkpoint(self) -> tf.train.Checkpoint:
+        """What a training checkpoint holds; decode and export read the "model" key."""
+        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self.step)
+
+    # --- per replica --------------------------------------------------------------------------
+
+    def _loss_and_grads(self, batch):
+        """Gradients of the batch's smoothed loss SUM ([var shapes], float32) and its STATS.
+
+        The loss is differentiated as a per-token mean (then multiplied back by the token count)
+        so that float16 gradients stay in range whatever the batch size.
+        """
+        with tf.GradientTape() as tape:
+            logits = self.model(batch, training=True)
+            stats = batch_stats(logits, batch, self.hparams.label_smoothing)
+            loss = stats[0] / tf.maximum(stats[2], 1.0)
+            if self.loss_scaled:
+                loss = self.optimizer.scale_loss(loss)
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        return [tf.convert_to_tensor(g) * stats[2] for g in grads], stats
+
+    def _single_step(self, batch):
+        grads, stats = self._grads(batch)
+        return self._reduce_and_apply(grads, stats)
+
+    def _accumulate(self, batch):
+        grads, stats = self._grads(batch)
+        for accumulator, grad in zip(self._accumulators["grads"], grads, strict=True):
+            accumulator.assign_add(grad)
+        self._accumulators["stats"].assign_add(stats)
+
+    def _apply_accumulated(self):
+        grads = [a.read_value() for a in self._accumulators["grads"]]
+        stats = self._accumulators["stats"].read_value()
+        with tf.control_dependencies(grads + [stats]):
+            result = self._reduce_and_apply(grads, stats)
+        for accumulator in self._accumulators["grads"] + [self._accumulators["stats"]]:
+            accumulator.assign(tf.zeros_like(accumulator))
+        return result
+
+    def _reduce_and_apply(self, grads, stats):
+        context = tf.distribute.get_replica_context()
+        grads, stats = context.all_reduce(SUM, [grads, stats])
+        tokens = tf.maximum(stats[2], 1.0)
+        grads = [g / tokens for g in grads]
+        scale = self.optimizer.dynamic_scale if self.loss_scaled else tf.constant(1.0)
+        grad_norm = tf.linalg.global_norm(grads) / scale
+        loss = stats[0] / tokens
+        finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(grad_norm))
+        if self.loss_scaled:
+            # The LossScaleOptimizer skips non-finite gradients itself and lowers the scale.
+            self.optimizer.apply(grads, self.model.trainable_variables)
+            applied = finite
+        else:
+            applied = self._apply_if(finite, grads)
+        return {
+            "loss": loss,
+            "nll": stats[1] / tokens,
+            "target_tokens": stats[2],
+            "source_tokens": stats[3],
+            "grad_norm": grad_norm,
+            "finite": finite,
+            "applied": applied,
+            "loss_scale": tf.identity(scale),
+        }
+
+    def _apply_if(self, ok, grads):
+        """Applies the update only where `ok` (the same on every replica, it was all-reduced)."""
+        variables = self.model.trainable_variables
+
+        def apply():
+            self.optimizer.apply(grads, variables)
+            return tf.constant(True)
+
+        if tf.__internal__.distribute.strategy_supports_no_merge_call():
+            return tf.cond(ok, apply, lambda: tf.constant(False))
+
+        # Strategies that need merge_call cannot merge inside a tf.cond: branch in cross-replica
+        # context and re-enter the replicas in the taken branch (as LossScaleOptimizer does).
+        def cross_replica(distribution, ok, grads):
+            ok = distribution.experimental_local_results(ok)[0]
+
+            def apply_on_replicas():
+                distribution.extended.call_for_each_replica(
+                    lambda g: self.optimizer.apply(g, variables), args=(grads,)
+                )
+                return tf.constant(True)
+
+            return tf.cond(ok, apply_on_replicas, lambda: tf.constant(False))
+
+        return tf.distribute.get_replica_context().merge_call(cross_replica, args=(ok, grads))
+
+    # --- cross replica (tf.function entry points) ---------------------------------------------
+
+    def _train_step(self, iterator):
+        if self._accumulators is None:
+            result = self.strategy.run(self._single_step, args=(next(iterator),))
+        else:
+            for _ in tf.range(self.hparams.accum_steps):
+                self.strategy.run(self._accumulate, args=(next(iterator),))
+            result = self.strategy.run(self._apply_accumulated)
+        self.step.assign_add(1)
+        result = {k: self.strategy.experimental_local_results(v)[0] for k, v in result.items()}
+        result["learning_rate"] = self.learning_rate()
+        return result
+
+    def learning_rate(self) -> tf.Tensor:
+        """The learning rate of the next update."""
+        rate = self.inner_optimizer.learning_rate
+        return tf.convert_to_tensor(rate, tf.float32)
+
+    def _eval_step(self, batch):
+        def replica_fn(batch):
+            logits = self.model(batch, training=False)
+            return batch_stats(logits, batch, self.hparams.label_smoothing)
+
+        per_replica = self.strategy.run(replica_fn, args=(batch,))
+        return self.strategy.reduce(SUM, per_replica, axis=None)

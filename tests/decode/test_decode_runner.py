@@ -1,0 +1,178 @@
+"""t2t-decode end to end on a tiny checkpoint: N lines in, N lines out, in order, scores."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from decoding_helpers import tiny_model
+
+from t2t_lite.data import load_tokenizer
+from t2t_lite.decode import transformer_step
+from t2t_lite.decode.runner import (
+    DecodeConfig,
+    SearchOptions,
+    read_input,
+    run_decode,
+    token_batches,
+)
+from t2t_lite.problems import DecodeDefaults
+from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+
+WORDS = [str(i) for i in range(10)]  # algorithmic_copy's vocabulary: ids 3..12
+MAX_POSITIONS = 8
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """An output_dir with hparams.json and one checkpoint of a random tiny model."""
+    root = tmp_path_factory.mktemp("run")
+    data_dir, output_dir = root / "data", root / "out"
+    data_dir.mkdir()
+    (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>"] + WORDS))
+    model = tiny_model(13, seed=21, overrides=f",max_positions={MAX_POSITIONS}")
+    info = RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model.hparams, 13)
+    info.save(str(output_dir))
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), max_to_keep=1
+    )
+    manager.save()
+    return output_dir, model, load_tokenizer(str(data_dir))
+
+
+def reference(model, tokenizer, line: str, beam_size: int, alpha: float, extra: int):
+    """One sentence alone, no sorting or batching: (text, score)."""
+    ids = tokenizer.encode_py(line)[: MAX_POSITIONS - 1] + [1]
+    found = transformer_step.translate_ids(
+        model, [ids], beam_size=beam_size, alpha=alpha, extra_length=extra
+    )
+    return tokenizer.decode_py(found.ids[0, 0].numpy().tolist()), float(found.scores[0, 0])
+
+
+LINES = ["1 2 3", "", "   \t", "4 5 6 7 8 9 1 2 3 4 5", "7", "9 9 8 7 6", "0 1"]
+
+
+def test_n_lines_in_n_lines_out_in_input_order(run_dir, tmp_path, caplog):
+    output_dir, model, tokenizer = run_dir
+    source = tmp_path / "in.txt"
+    # A byte-order mark and CRLF endings, as files from Windows editors have.
+    source.write_bytes(("\ufeff" + "\r\n".join(LINES) + "\r\n").encode("utf-8"))
+    target = tmp_path / "out.txt"
+    config = DecodeConfig(
+        str(output_dir),
+        decode_from_file=str(source),
+        decode_to_file=str(target),
+        beam_size=3,
+        alpha=0.6,
+        batch_tokens=8,  # several batches, so sorting and reordering matter
+    )
+    with caplog.at_level(logging.WARNING):
+        assert run_decode(config) == len(LINES)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert any("in.txt:4" in m and "truncated" in m for m in warnings), warnings
+    out = target.read_text(encoding="utf-8").split("\n")
+    assert out[-1] == "" and len(out) - 1 == len(LINES)
+    for line, got in zip(LINES, out, strict=False):
+        expected = reference(model, tokenizer, line, 3, 0.6, 5)[0] if line.strip() else ""
+        assert got == expected
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+
+def test_nbest_lines_and_scores(run_dir, tmp_path):
+    output_dir, model, tokenizer = run_dir
+    source = tmp_path / "in.txt"
+    source.write_text("3 4\n\n5 6 7\n")
+    target = tmp_path / "nbest.txt"
+    config = DecodeConfig(
+        str(output_dir),
+        decode_from_file=str(source),
+        decode_to_file=str(target),
+        beam_size=3,
+        alpha=0.6,
+        nbest=2,
+    )
+    assert run_decode(config) == 6
+    rows = [line.split(" ||| ") for line in target.read_text().splitlines()]
+    assert [r[0] for r in rows] == ["0", "0", "1", "1", "2", "2"]
+    assert rows[2][1:] == ["", "0.000000"]
+    text, score = reference(model, tokenizer, "5 6 7", 3, 0.6, 5)
+    assert rows[4][1] == text and float(rows[4][2]) == pytest.approx(score, abs=1e-5)
+    assert float(rows[4][2]) >= float(rows[5][2])
+
+
+def test_score_file_gives_log_probs(run_dir, tmp_path):
+    output_dir, model, tokenizer = run_dir
+    sources, targets = ["1 2 3", "", "4 5", "6"], ["3 2 1", "1", "", "6 6 6"]
+    (tmp_path / "src").write_text("\n".join(sources) + "\n")
+    (tmp_path / "tgt").write_text("\n".join(targets) + "\n")
+    config = DecodeConfig(
+        str(output_dir),
+        decode_from_file=str(tmp_path / "src"),
+        score_file=str(tmp_path / "tgt"),
+        decode_to_file=str(tmp_path / "scores"),
+    )
+    assert run_decode(config) == 4
+    got = (tmp_path / "scores").read_text().split("\n")
+    assert got[1] == got[2] == "" and got[4] == ""
+    for row in (0, 3):
+        inputs = [tokenizer.encode_py(sources[row]) + [1]]
+        expected = [tokenizer.encode_py(targets[row]) + [1]]
+        # NumPy over the full forward pass, independent of score_ids.
+        logits = model({"inputs": np.array(inputs), "targets": np.array(expected)}).numpy()[0]
+        log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        value = log_probs[np.arange(len(expected[0])), expected[0]].sum()
+        assert float(got[row]) == pytest.approx(value, abs=1e-4)
+    (tmp_path / "tgt").write_text("1\n2\n")
+    with pytest.raises(ValueError, match="has 2 lines but the input"):
+        run_decode(config)
+
+
+def test_token_batches_sort_and_bound():
+    batches = token_batches([5, 1, 3, 3, 9, 2], batch_tokens=6)
+    # Sorted lengths 1 2 | 3 3 | 5 | 9: a third row of 3 would make 9 > 6 tokens.
+    assert batches == [[1, 5], [2, 3], [0], [4]]
+
+
+def test_read_input_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"ok\n\xff\xfe\n")
+    with pytest.raises(ValueError, match="bad.txt:2"):
+        read_input(str(path))
+
+
+def test_cli_reads_stdin_writes_stdout(run_dir):
+    output_dir, model, tokenizer = run_dir
+    lines = ["2 3 4", "", "8"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "t2t_lite.bin.t2t_decode",
+            f"--output_dir={output_dir}",
+            "--beam_size=2",
+            "--alpha=0.0",
+        ],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout.split("\n")
+    assert len(out) == 4 and out[1] == "" and out[3] == ""
+    assert out[2] == reference(model, tokenizer, "8", 2, 0.0, 5)[0]
+    assert "sentences/s" in done.stderr
+
+
+def test_search_options_fall_back_to_problem_defaults():
+    defaults = DecodeDefaults(beam_size=1, alpha=0.0, extra_length=5)
+    options = SearchOptions.resolve(defaults, beam_size=3, alpha=None, extra_length=None, nbest=2)
+    assert options == SearchOptions(beam_size=3, alpha=0.0, extra_length=5, nbest=2)
+    with pytest.raises(ValueError, match="--nbest=2 must be in"):
+        SearchOptions.resolve(defaults, nbest=2)

@@ -1,0 +1,94 @@
+"""Attention maps and the pictures t2t-visualize writes, on a tiny model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from decoding_helpers import tiny_model
+
+from t2t_lite.data import load_tokenizer
+from t2t_lite.decode.runner import SearchOptions, Translator
+from t2t_lite.decode.visualize import sentence_attention, write_pictures
+from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+
+from numpy_reference import softmax
+
+WORDS = [str(i) for i in range(10)]
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_attention_maps_are_the_models_own(norm_position):
+    model = tiny_model(13, seed=3, overrides=f",norm_position={norm_position}")
+    inputs, targets = np.array([[4, 5, 6, 1, 0]]), np.array([[7, 8, 1]])
+    maps = model.attention_maps(inputs, targets)
+    assert [len(maps[k]) for k in ("encoder", "decoder_self", "decoder_cross")] == [1, 1, 1]
+    # Layer 0 of the encoder, recomputed from the embeddings with the NumPy reference.
+    x = model.positions(model.embedding(inputs)).numpy().astype(np.float64)
+    layer = model.encoder.layer_0
+    if norm_position == "pre":
+        x = layer.self_attention_norm(x.astype(np.float32)).numpy().astype(np.float64)
+    attn = layer.self_attention
+    q = np.einsum("btd,dhk->bhtk", x, attn.query_dense.kernel.numpy())
+    k = np.einsum("btd,dhk->bhtk", x, attn.key_dense.kernel.numpy())
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    scores = np.where(inputs[:, None, None, :] > 0, scores, -1e9)
+    np.testing.assert_allclose(maps["encoder"][0], softmax(scores), atol=1e-5)
+    cross = np.asarray(maps["decoder_cross"][0])
+    np.testing.assert_allclose(cross.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(cross[..., 4], 0.0)  # padding gets no weight
+    self_weights = np.asarray(maps["decoder_self"][0])
+    assert np.all(np.triu(self_weights[0, 0], k=1) == 0.0)  # causal
+
+
+def test_pictures_and_page(tmp_path):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>"] + WORDS))
+    model = tiny_model(13, seed=5)
+    translator = Translator(model, load_tokenizer(str(data_dir)), SearchOptions(beam_size=2))
+    attention = sentence_attention(translator, "3 1 4 1 5")
+    assert attention["source"] == ["3", "1", "4", "1", "5", "</s>"]
+    paths = write_pictures(attention, str(tmp_path / "pictures"))
+    assert len(paths) == 3
+    for path in paths:
+        data = open(path, "rb").read()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        image = tf.io.decode_png(data).numpy()
+        assert image.shape[0] > 50 and image.shape[1] > 50 and image.std() > 5  # not blank
+    page = (tmp_path / "pictures" / "index.html").read_text()
+    assert page.count("data:image/png;base64,") == 3 and "3 1 4 1 5 &lt;/s&gt;" in page
+
+
+def test_cli(tmp_path):
+    data_dir, output_dir = tmp_path / "data", tmp_path / "out"
+    data_dir.mkdir()
+    (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>"] + WORDS))
+    model = tiny_model(13, seed=7)
+    RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model.hparams, 13).save(
+        str(output_dir)
+    )
+    tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), 1
+    ).save()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "t2t_lite.bin.t2t_visualize",
+            f"--output_dir={output_dir}",
+            "--inputs=2 7 1 8",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(p.name for p in (output_dir / "attention").iterdir()) == [
+        "decoder_cross_layer0.png",
+        "decoder_self_layer0.png",
+        "encoder_layer0.png",
+        "index.html",
+    ]

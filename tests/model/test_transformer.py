@@ -1,0 +1,112 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite.hparams import get_hparams
+from t2t_lite.model.transformer import Transformer
+
+INPUTS = np.array([[5, 6, 7, 8, 1, 0], [9, 10, 1, 0, 0, 0]], np.int32)
+TARGETS = np.array([[11, 12, 13, 1, 0], [14, 1, 0, 0, 0]], np.int32)
+
+
+def _model(**overrides):
+    hparams = get_hparams("transformer_tiny").replace(**overrides)
+    model = Transformer(hparams, vocab_size=20)
+    model.build()
+    return model
+
+
+def test_future_targets_never_change_earlier_outputs():
+    model = _model()
+    logits = model({"inputs": INPUTS, "targets": TARGETS}).numpy()
+    for position in range(TARGETS.shape[1]):
+        changed = TARGETS.copy()
+        changed[:, position:] = (changed[:, position:] + 3) % 20 + 1
+        other = model({"inputs": INPUTS, "targets": changed}).numpy()
+        # The logits at `position` read targets < position only (shifted right).
+        np.testing.assert_allclose(other[:, : position + 1], logits[:, : position + 1], atol=1e-5)
+        if position + 1 < TARGETS.shape[1]:
+            assert np.abs(other[:, position + 1 :] - logits[:, position + 1 :]).max() > 1e-4
+
+
+def test_extra_source_padding_changes_nothing():
+    model = _model()
+    logits = model({"inputs": INPUTS, "targets": TARGETS})
+    padded = np.pad(INPUTS, [[0, 0], [0, 7]])
+    np.testing.assert_allclose(model({"inputs": padded, "targets": TARGETS}), logits, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"norm_position": "pre"},
+        {"position_encoding": "learned"},
+        {"position_encoding": "sinusoid_concat", "shared_embeddings": False, "d_k": 8, "d_v": 24},
+    ],
+)
+def test_cached_decoding_equals_teacher_forcing(overrides):
+    model = _model(**overrides)
+    full = model({"inputs": INPUTS, "targets": TARGETS}).numpy()
+    memory, mask = model.encode(INPUTS)
+    state = model.project_memory(memory, mask)
+    cache = model.init_cache(INPUTS.shape[0], max_length=TARGETS.shape[1])
+    previous = np.pad(TARGETS, [[0, 0], [1, 0]])[:, :-1]  # id 0 starts decoding
+
+    @tf.function
+    def step(ids, index, cache):
+        return model.decode_step(ids, index, cache, state)
+
+    steps = []
+    for i in range(TARGETS.shape[1]):
+        logits, cache = step(previous[:, i], tf.constant(i), cache)
+        steps.append(logits.numpy())
+    assert np.abs(np.stack(steps, 1) - full).max() < 1e-5
+
+
+def test_dropout_only_in_training():
+    model = _model(dropout=0.5)
+    features = {"inputs": INPUTS, "targets": TARGETS}
+    np.testing.assert_array_equal(model(features), model(features))
+    assert np.abs(model(features, training=True) - model(features)).max() > 1e-3
+
+
+def test_model_config_round_trip():
+    model = _model(norm_position="pre")
+    clone = Transformer.from_config(model.get_config())
+    clone.build()
+    clone.set_weights(model.get_weights())
+    assert clone.hparams == model.hparams
+    features = {"inputs": INPUTS, "targets": TARGETS}
+    np.testing.assert_allclose(clone(features), model(features), rtol=1e-6)
+
+
+@pytest.mark.parametrize("precision", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_keeps_float32_variables_and_logits(precision):
+    model = _model(precision=precision)
+    logits = model({"inputs": INPUTS, "targets": TARGETS})
+    assert logits.dtype == tf.float32
+    assert all(v.dtype == "float32" for v in model.weights)
+    reference = _model()
+    reference.set_weights(model.get_weights())
+    full = reference({"inputs": INPUTS, "targets": TARGETS})
+    assert np.abs(logits - full).max() < 0.1 * np.abs(full).max()
+
+
+def test_output_vocab_size_keeps_the_first_logits():
+    """A model restricted to the first k ids (parsing's target symbols) computes exactly the
+    first k logits of the unrestricted model with the same weights, teacher-forced and cached."""
+    full = _model(norm_position="pre")
+    limited = Transformer(full.hparams, vocab_size=20, output_vocab_size=7)
+    limited.build()
+    limited.set_weights(full.get_weights())
+    features = {"inputs": INPUTS, "targets": TARGETS % 7}
+    expected = full(features).numpy()[..., :7]
+    np.testing.assert_allclose(limited(features), expected, rtol=1e-5, atol=1e-6)
+    memory, mask = limited.encode(INPUTS)
+    state = limited.project_memory(memory, mask)
+    cache = limited.init_cache(INPUTS.shape[0], TARGETS.shape[1])
+    logits, _ = limited.decode_step(tf.zeros([INPUTS.shape[0]], tf.int32), 0, cache, state)
+    np.testing.assert_allclose(logits, expected[:, 0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="output_vocab_size=21"):
+        Transformer(full.hparams, vocab_size=20, output_vocab_size=21)

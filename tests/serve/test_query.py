@@ -1,0 +1,174 @@
+"""t2t-query against a loopback stand-in that speaks TF Serving's REST predict protocol.
+
+The stand-in's signatures here are plain Python (reverse a string), so these tests check the
+protocol and the command; tests/test_export.py serves a real exported model the same way.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+from rest_stand_in import StandIn
+
+from t2t_lite.serve import query
+
+
+def _reverse(columns):
+    texts = columns["inputs"]
+    return {
+        "outputs": [t[::-1] for t in texts],
+        "scores": [-float(len(t)) for t in texts],
+        "truncated": [len(t) > 10 for t in texts],
+    }
+
+
+def _nbest(columns):
+    texts = columns["inputs"]
+    return {
+        "outputs": [[t[::-1], t.upper()] for t in texts],
+        "scores": [[-1.0, -2.5] for _ in texts],
+        "truncated": [False for _ in texts],
+    }
+
+
+def _single_output(columns):
+    return {"outputs": [t.upper() for t in columns["inputs"]]}
+
+
+MODELS = {
+    "demo": {
+        "serving_default": (["inputs"], _reverse),
+        "nbest": (["inputs"], _nbest),
+        "upper": (["inputs"], _single_output),
+    }
+}
+LINES = ["abc", "", "  x y ", "Grüße, 世界", "a much longer line"]
+
+
+def t2t_query(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "t2t_lite.bin.t2t_query", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("request_format", ["instances", "inputs"])
+def test_lines_in_batches_give_lines_out_in_order(tmp_path, request_format):
+    source = tmp_path / "in.txt"
+    source.write_bytes(("\ufeff" + "\r\n".join(LINES) + "\r\n").encode("utf-8"))
+    stand_in = StandIn(MODELS)
+    with stand_in as url:
+        done = t2t_query(
+            f"--server={url}",
+            "--model=demo",
+            f"--input_file={source}",
+            "--batch_size=2",
+            f"--request_format={request_format}",
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode("utf-8").split("\n") == [t[::-1] for t in LINES] + [""]
+    # 5 lines in batches of 2: three requests, whitespace kept as sent, BOM and CR dropped.
+    assert [body for _, body in stand_in.requests] == [
+        {request_format: ["abc", ""]},
+        {request_format: ["  x y ", "Grüße, 世界"]},
+        {request_format: ["a much longer line"]},
+    ]
+    assert {path for path, _ in stand_in.requests} == {"/v1/models/demo:predict"}
+    assert "input 5: truncated" in done.stderr.decode()
+
+
+def test_nbest_signature_version_and_stdin():
+    stand_in = StandIn(MODELS)
+    with stand_in as url:
+        done = t2t_query(
+            f"--server={url}",
+            "--model=demo",
+            "--version=3",
+            "--signature_name=nbest",
+            stdin=b"ab\ncd\n",
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().splitlines() == [
+        "0 ||| ba ||| -1.000000",
+        "0 ||| AB ||| -2.500000",
+        "1 ||| dc ||| -1.000000",
+        "1 ||| CD ||| -2.500000",
+    ]
+    assert stand_in.requests == [
+        (
+            "/v1/models/demo/versions/3:predict",
+            {"instances": ["ab", "cd"], "signature_name": "nbest"},
+        )
+    ]
+
+
+def test_single_output_signature_in_both_formats():
+    stand_in = StandIn(MODELS)
+    with stand_in as url:
+        for request_format in query.REQUEST_FORMATS:
+            rows = query.query_lines(
+                ["ab", "c"],
+                query.predict_url(url, "demo"),
+                signature_name="upper",
+                request_format=request_format,
+            )
+            assert list(rows) == [{"outputs": "AB"}, {"outputs": "C"}]
+    # A single output comes back bare: a list of values, not a list of dicts.
+    assert [answer for _, answer in stand_in.responses] == [
+        {"predictions": ["AB", "C"]},
+        {"outputs": ["AB", "C"]},
+    ]
+
+
+def test_server_errors_are_reported_with_the_url(tmp_path):
+    stand_in = StandIn(MODELS)
+    with stand_in as url:
+        unknown = t2t_query(f"--server={url}", "--model=nope", stdin=b"a\n")
+        bad_signature = t2t_query(
+            f"--server={url}", "--model=demo", "--signature_name=zz", stdin=b"a\n"
+        )
+    assert unknown.returncode == 1
+    assert f"t2t-query: {url}/v1/models/nope:predict: HTTP 404: Servable not found" in (
+        unknown.stderr.decode()
+    )
+    assert 'HTTP 404: Serving signature name: "zz" not found' in bad_signature.stderr.decode()
+    # The stand-in is shut down now: nothing listens on its port.
+    gone = t2t_query(f"--server={url}", "--model=demo", stdin=b"a\n")
+    assert gone.returncode == 1 and "t2t-query: cannot reach" in gone.stderr.decode()
+
+
+def test_invalid_input_names_file_and_line(tmp_path):
+    source = tmp_path / "bad.txt"
+    source.write_bytes(b"fine\nab\xffcd\n")
+    done = t2t_query("--server=127.0.0.1:9", "--model=demo", f"--input_file={source}")
+    assert done.returncode == 1
+    assert f"t2t-query: {source}:2: invalid UTF-8 at byte 3" in done.stderr.decode()
+    missing = t2t_query("--model=demo", f"--input_file={tmp_path / 'none.txt'}")
+    assert missing.returncode == 1 and "none.txt" in missing.stderr.decode()
+
+
+def test_response_rows_and_urls():
+    assert query.predict_url("localhost:8501", "en de", 2) == (
+        "http://localhost:8501/v1/models/en%20de/versions/2:predict"
+    )
+    columns = {"outputs": {"outputs": ["x", "y"], "scores": [-1.0, -2.0]}}
+    assert query.response_rows(columns, 2) == [
+        {"outputs": "x", "scores": -1.0},
+        {"outputs": "y", "scores": -2.0},
+    ]
+    with pytest.raises(query.ServingError, match="sent 3 inputs but got 2 answers"):
+        query.response_rows(columns, 3)
+    with pytest.raises(query.ServingError, match="without 'predictions' or 'outputs'"):
+        query.response_rows({"error": "x"}, 1)
+    with pytest.raises(ValueError, match="--request_format"):
+        query.request_body(["a"], request_format="rows")
+    out, log = io.StringIO(), io.StringIO()
+    rows = [{"outputs": ["a", "b"], "scores": [-0.5, float("-inf")], "truncated": True}]
+    assert query.write_rows(rows, out, log) == 1
+    assert out.getvalue() == "0 ||| a ||| -0.500000\n0 ||| b ||| -inf\n"
+    assert log.getvalue() == "input 1: truncated to the export's max_input_length\n"

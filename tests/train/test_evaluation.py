@@ -1,0 +1,65 @@
+"""Dev BLEU during training: ids are cut at EOS, detokenized with the problem's vocabulary and
+scored with sacreBLEU; without t2t_lite.decode it is skipped, not an error."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+import tensorflow as tf
+
+from t2t_lite.hparams import get_hparams
+from t2t_lite.train.evaluation import _strip, dev_bleu
+
+
+def test_strip_cuts_at_eos_and_drops_padding():
+    assert _strip(tf.constant([5, 0, 7, 1, 9, 0]).numpy()) == [5, 7]
+    assert _strip(tf.constant([1, 4]).numpy()) == []
+
+
+def _fake_decoding(reverse: bool):
+    """A stand-in t2t_lite.decode.transformer_step whose translate_ids answers by reversing (or
+    copying) the source ids; the model is not used."""
+
+    def translate_ids(model, inputs, *, beam_size, nbest):
+        assert beam_size == 1 and nbest == 1
+        lengths = tf.reduce_sum(tf.cast(inputs > 1, tf.int32), axis=1)
+        symbols = tf.RaggedTensor.from_tensor(inputs, lengths=lengths)
+        if reverse:
+            symbols = tf.reverse(symbols.to_tensor(), axis=[1])
+            symbols = tf.RaggedTensor.from_tensor(symbols, padding=0)
+        eos = tf.ones([tf.shape(inputs)[0], 1], tf.int32)
+        ids = tf.concat([symbols, tf.RaggedTensor.from_tensor(eos)], axis=1).to_tensor()
+        return types.SimpleNamespace(ids=ids[:, None, :])
+
+    return types.SimpleNamespace(translate_ids=translate_ids)
+
+
+@pytest.fixture(scope="module")
+def reverse_data(tmp_path_factory):
+    from t2t_lite import problems
+
+    data_dir = str(tmp_path_factory.mktemp("data"))
+    problem = problems.get_problem("algorithmic_reverse")
+    problem.generate_data(
+        data_dir, num_symbols=8, max_sequence_length=6, train_size=20, dev_size=30
+    )
+    return problem, data_dir
+
+
+@pytest.mark.parametrize("reverse", [True, False])
+def test_dev_bleu_scores_decoded_dev_examples(reverse_data, monkeypatch, reverse):
+    import t2t_lite.decode
+
+    problem, data_dir = reverse_data
+    fake = _fake_decoding(reverse)
+    monkeypatch.setitem(sys.modules, "t2t_lite.decode.transformer_step", fake)
+    monkeypatch.setattr(t2t_lite.decode, "transformer_step", fake, raising=False)
+    model = types.SimpleNamespace(hparams=get_hparams("transformer_tiny"))
+    config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=25)
+    score = dev_bleu(model, problem, config)
+    if reverse:
+        assert score == pytest.approx(100.0)
+    else:
+        assert 0.0 < score < 60.0
