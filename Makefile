@@ -24,13 +24,23 @@ test-slow: $(STAMP)
 demo-parse: $(STAMP)
 	bash scripts/demo_parse.sh
 
+# ruff, then the import tiers (pyproject.toml, [tool.importlinter]) on an installed copy of the
+# package: setup.py maps problems/, hparams/ and bin/ into t2t_lite/, which import-linter only
+# sees in an installed tree.
+LINT_DIR := build/lint
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	rm -rf $(LINT_DIR)
+	$(PY) -m pip install -q --no-deps --no-build-isolation --target $(LINT_DIR) .
+	cd $(LINT_DIR) && PYTHONPATH=. ../../$(VENV)/bin/lint-imports --no-cache \
+		--config ../../pyproject.toml
 
 clean:
 	rm -rf $(VENV) build *.egg-info
 
-# The whole path on the real offline corpus (see README "Demo"); resumable.
+# The whole path on the real offline corpus (see docs/demo.md); resumable.
 demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) scripts/demo.py $(DEMO_ARGS)
 

@@ -50,6 +50,15 @@ setup(
         "numpy>=1.26",
         "matplotlib>=3.7",
     ],
-    extras_require={"test": ["pytest>=8", "ruff>=0.5"]},
+    extras_require={
+        "test": [
+            "pytest>=8",
+            "ruff>=0.5",
+            "import-linter>=2.1",
+            # `make lint` builds the package without build isolation.
+            "setuptools>=68",
+            "wheel",
+        ]
+    },
     entry_points={"console_scripts": CONSOLE_SCRIPTS},
 )

@@ -1,11 +1,14 @@
 """t2t-datagen: raw text --> vocabulary, TFRecord shards and metadata.json in --data_dir.
 
-    t2t-datagen --problem=translate_ende_lohelp --data_dir=~/t2t_data/lohelp_ende
-    t2t-datagen --problem=text2text --data_dir=D --train_src=a.en --train_tgt=a.de \\
-        --dev_src=b.en --dev_tgt=b.de
-    t2t-datagen --problem=algorithmic_reverse --data_dir=D --problem_options=train_size=2000
+  t2t-datagen --problem=translate_ende_lohelp --data_dir=~/t2t_data/lohelp_ende
+  t2t-datagen --problem=text2text --data_dir=D --train_src=a.en --train_tgt=a.de \\
+      --dev_src=b.en --dev_tgt=b.de
+  t2t-datagen --problem=algorithmic_reverse --data_dir=D --problem_options=train_size=2000
 
-Rerunning after an interruption finishes the job; a finished data_dir is left alone.
+Every option of a registered problem (its `default_options`, described by its `option_help`) is
+also a flag of the same name; `--problem_options=key=value,...` passes any option, those of
+--usr_dir problems too. Rerunning after an interruption finishes the job; a finished data_dir is
+left alone.
 """
 
 from __future__ import annotations
@@ -14,33 +17,19 @@ import json
 
 from absl import app, flags, logging
 
-from t2t_lite.problems import get_problem, import_usr_dir
+from t2t_lite.bin import cli
+from t2t_lite.problems import describe_options, get_problem, import_usr_dir
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("problem", None, "Registered problem name.", required=True)
 flags.DEFINE_string("data_dir", None, "Where vocabulary, shards and metadata go.", required=True)
 flags.DEFINE_string("usr_dir", None, "Python package or .py file registering your own problems.")
-# Options forwarded to the problem when given; a problem rejects those it does not take.
-OPTION_FLAGS = {
-    "raw_dir": "Local raw files (WMT14: {train,dev,test}.{en,de|fr}; lohelp: .deb cache).",
-    "tfds_dir": "tensorflow-datasets data_dir for the WMT14 builders.",
-    "help_dir": "An unpacked /usr/share/libreoffice/help tree (lohelp problems).",
-    "ptb_dir": "Parsing (wsj_parsing*): WSJ section folders 00..24 of .mrg files.",
-    "silver_trees": "wsj_parsing_semi: glob of bracketed silver trees added to training.",
-    "gum_dir": "parsing_trees: GUM .ptb folder, split by document name.",
-    **{
-        f"{split}_trees": f"parsing_trees: glob(s) of {split} bracketed tree files."
-        for split in ("train", "dev", "test")
-    },
-    **{
-        f"{split}_{side}": f"text2text: {split} {'source' if side == 'src' else 'target'} file."
-        for split in ("train", "dev", "test")
-        for side in ("src", "tgt")
-    },
-}
+flags.DEFINE_list("problem_options", [], "More problem options as key=value,key=value.")
+# Options forwarded to the problem when given; a problem rejects those it does not take. An
+# option named like another flag is passed with --problem_options only.
+OPTION_FLAGS = {name: text for name, text in describe_options().items() if name not in FLAGS}
 for _name, _help in OPTION_FLAGS.items():
     flags.DEFINE_string(_name, None, _help)
-flags.DEFINE_list("problem_options", [], "More problem options as key=value,key=value.")
 
 
 def _options() -> dict[str, str]:
@@ -53,9 +42,7 @@ def _options() -> dict[str, str]:
     return options
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+def main() -> None:
     if FLAGS.usr_dir:
         import_usr_dir(FLAGS.usr_dir)
     problem = get_problem(FLAGS.problem)
@@ -72,7 +59,7 @@ def main(argv: list[str]) -> None:
 
 
 def run() -> None:
-    app.run(main)
+    cli.run(main)
 
 
 if __name__ == "__main__":

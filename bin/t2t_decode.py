@@ -11,8 +11,10 @@ in give N lines out (an empty line gives an empty line; nbest > 1 writes Moses n
 
 from __future__ import annotations
 
-from absl import app, flags, logging
+from absl import flags, logging
 
+from t2t_lite.bin import cli
+from t2t_lite.decode import search_flags
 from t2t_lite.decode.runner import DecodeConfig, run_decode
 
 FLAGS = flags.FLAGS
@@ -33,27 +35,13 @@ flags.DEFINE_string(
     None,
     "Target lines to score instead of decoding: writes log p(target line | input line) per line.",
 )
-flags.DEFINE_integer("beam_size", None, "Beam width (default: the problem's).", lower_bound=1)
-flags.DEFINE_float("alpha", None, "Length penalty exponent (default: the problem's).")
-flags.DEFINE_integer(
-    "extra_length",
-    None,
-    "Max output length = input length + this (default: the problem's).",
-    lower_bound=0,
-)
-flags.DEFINE_boolean(
-    "constrained",
-    None,
-    "Search only outputs the problem's constraint allows, e.g. well-formed trees over the "
-    "sentence's words for parsing (default: the problem's; --noconstrained turns it off).",
-)
+search_flags.define_search_flags()
+flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_integer("nbest", 1, "Hypotheses per input line (<= beam_size).", lower_bound=1)
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bound=1)
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+def main() -> None:
     if FLAGS.usr_dir:
         from t2t_lite.problems import import_usr_dir
 
@@ -71,7 +59,7 @@ def main(argv: list[str]) -> None:
 
 
 def run() -> None:
-    app.run(main)
+    cli.run(main)
 
 
 if __name__ == "__main__":

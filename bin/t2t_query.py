@@ -12,41 +12,39 @@ from __future__ import annotations
 
 import sys
 
-from absl import app, flags
+from absl import flags
 
+from t2t_lite.bin import cli
 from t2t_lite.serve import query
 
-_SERVER = flags.DEFINE_string("server", query.DEFAULT_SERVER, "TF Serving's REST address.")
-_MODEL = flags.DEFINE_string("model", None, "Served model name (MODEL_NAME).", required=True)
-_VERSION = flags.DEFINE_integer("version", None, "Model version; default: the newest served.")
-_SIGNATURE = flags.DEFINE_string(
-    "signature_name", None, "Signature: serving_default (default) or nbest."
-)
-_INPUT_FILE = flags.DEFINE_string("input_file", "-", "UTF-8 lines to translate; - is stdin.")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Lines per request.", lower_bound=1)
-_FORMAT = flags.DEFINE_enum(
+FLAGS = flags.FLAGS
+flags.DEFINE_string("server", query.DEFAULT_SERVER, "TF Serving's REST address.")
+flags.DEFINE_string("model", None, "Served model name (MODEL_NAME).", required=True)
+flags.DEFINE_integer("version", None, "Model version; default: the newest served.")
+flags.DEFINE_string("signature_name", None, "Signature: serving_default (default) or nbest.")
+flags.DEFINE_string("input_file", "-", "UTF-8 lines to translate; - is stdin.")
+flags.DEFINE_integer("batch_size", 32, "Lines per request.", lower_bound=1)
+flags.DEFINE_enum(
     "request_format", "instances", query.REQUEST_FORMATS, "Row (instances) or column (inputs)."
 )
-_TIMEOUT = flags.DEFINE_float("timeout", 60.0, "Seconds to wait for each answer.")
+flags.DEFINE_float("timeout", 60.0, "Seconds to wait for each answer.")
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+def main() -> None:
     try:
-        url = query.predict_url(_SERVER.value, _MODEL.value, _VERSION.value)
-        if _INPUT_FILE.value == "-":
+        url = query.predict_url(FLAGS.server, FLAGS.model, FLAGS.version)
+        if FLAGS.input_file == "-":
             stream, name = sys.stdin.buffer, "<stdin>"
         else:
-            stream, name = open(_INPUT_FILE.value, "rb"), _INPUT_FILE.value  # noqa: SIM115
+            stream, name = open(FLAGS.input_file, "rb"), FLAGS.input_file  # noqa: SIM115
         with stream:
             rows = query.query_lines(
                 query.read_lines(stream, name),
                 url,
-                batch_size=_BATCH_SIZE.value,
-                signature_name=_SIGNATURE.value,
-                request_format=_FORMAT.value,
-                timeout=_TIMEOUT.value,
+                batch_size=FLAGS.batch_size,
+                signature_name=FLAGS.signature_name,
+                request_format=FLAGS.request_format,
+                timeout=FLAGS.timeout,
             )
             query.write_rows(rows)
     except (OSError, ValueError, query.ServingError) as error:
@@ -54,7 +52,7 @@ def main(argv: list[str]) -> None:
 
 
 def run() -> None:
-    app.run(main)
+    cli.run(main)
 
 
 if __name__ == "__main__":

@@ -1,37 +1,39 @@
 """t2t-visualize: attention pictures of a trained model for one sentence.
 
-t2t-visualize --output_dir=O --inputs="Click the OK button." --visualize_dir=O/attention
+  t2t-visualize --output_dir=O --inputs="Click the OK button." --visualize_dir=O/attention
+  t2t-visualize --output_dir=O --inputs="John has a dog ." --beam_size=4
+
+Restores the run as t2t-decode does, translates the sentence with the same search, and draws
+every layer's and head's attention (encoder, decoder, encoder-decoder) into PNGs and index.html.
 """
 
 from __future__ import annotations
 
 import os
 
-from absl import app, flags, logging
+from absl import flags, logging
+
+from t2t_lite.bin import cli
+from t2t_lite.decode import search_flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("output_dir", None, "Training output folder (hparams.json, checkpoints).")
-flags.DEFINE_string("inputs", None, "The sentence to translate and picture.")
+flags.DEFINE_string(
+    "output_dir", None, "Training output folder (hparams.json, checkpoints).", required=True
+)
+flags.DEFINE_string("inputs", None, "The sentence to translate and picture.", required=True)
 flags.DEFINE_string("visualize_dir", None, "Where PNGs and index.html go (default O/attention).")
 flags.DEFINE_string("checkpoint", None, "Checkpoint path or folder (default: latest/averaged).")
-flags.DEFINE_integer("beam_size", None, "Beam width (default: the problem's).")
-flags.DEFINE_float("alpha", None, "Length-penalty alpha (default: the problem's).")
-flags.mark_flags_as_required(["output_dir", "inputs"])
+search_flags.define_search_flags()
+flags.adopt_module_key_flags(search_flags)
 
 
-def main(argv):
-    del argv
-    from t2t_lite.decode.runner import DecodeConfig, load_translator
+def main() -> None:
+    from t2t_lite.decode.run import Run
+    from t2t_lite.decode.runner import Translator
     from t2t_lite.decode.visualize import sentence_attention, write_pictures
 
-    translator = load_translator(
-        DecodeConfig(
-            output_dir=FLAGS.output_dir,
-            checkpoint=FLAGS.checkpoint,
-            beam_size=FLAGS.beam_size,
-            alpha=FLAGS.alpha,
-        )
-    )
+    search = search_flags.search_overrides()
+    translator = Translator.from_run(Run.restore(FLAGS.output_dir, FLAGS.checkpoint, search=search))
     attention = sentence_attention(translator, FLAGS.inputs)
     directory = FLAGS.visualize_dir or os.path.join(FLAGS.output_dir, "attention")
     paths = write_pictures(attention, directory)
@@ -39,8 +41,8 @@ def main(argv):
     print(f"{len(paths)} pictures and index.html in {directory}")
 
 
-def run():
-    app.run(main)
+def run() -> None:
+    cli.run(main)
 
 
 if __name__ == "__main__":

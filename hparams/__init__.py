@@ -1,6 +1,8 @@
-"""Hyperparameters: the frozen `HParams` dataclass and the registry of named sets."""
+"""Frozen settings: the model's `HParams` with the registry of named sets, and the decoders'
+`SearchSettings`."""
 
 from t2t_lite.hparams.hparams_base import HParams
+from t2t_lite.hparams.search_settings import SearchSettings
 from t2t_lite.hparams.transformer_sets import HPARAMS_SETS, TABLE3_SETS
 
 
@@ -9,4 +11,4 @@ def get_hparams(name: str, overrides: str = "") -> HParams:
     return HPARAMS_SETS.get(name).override(overrides)
 
 
-__all__ = ["HParams", "HPARAMS_SETS", "TABLE3_SETS", "get_hparams"]
+__all__ = ["HParams", "HPARAMS_SETS", "SearchSettings", "TABLE3_SETS", "get_hparams"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import os
-import tempfile
 from typing import Any
 
 NORM_POSITIONS = ("post", "pre")
@@ -23,40 +21,44 @@ class HParams:
     `d_model // num_heads`, the paper's choice; Table 3 row (B) sets `d_k` alone.
     """
 
-    # Architecture (section 3).
+    # Architecture (section 3): N layers each side, widths d_model and d_ff.
     num_encoder_layers: int = 6
     num_decoder_layers: int = 6
-    d_model: int = 512
-    d_ff: int = 2048
+    d_model: int = 512  # embeddings and every sub-layer's output
+    d_ff: int = 2048  # inner layer of the position-wise feed-forward networks (section 3.3)
+    # Attention: h heads of width d_k (queries, keys) and d_v (values); 0 is d_model / h.
     num_heads: int = 8
     d_k: int = 0
     d_v: int = 0
-    norm_position: str = "post"
-    position_encoding: str = "sinusoid"
-    max_positions: int = 1024
-    shared_embeddings: bool = True
+    # Residual blocks: layer norm after the sum (the paper) or before the sublayer.
+    norm_position: str = "post"  # or "pre", tensor2tensor's later default
     layer_norm_epsilon: float = 1e-6
+    # Positions (section 3.5; "learned" is Table 3 row E) and the tied embeddings (section 3.4).
+    position_encoding: str = "sinusoid"
+    max_positions: int = 1024  # rows of the position table: the longest sequence it covers
+    shared_embeddings: bool = True  # one embedding for source and target; logits reuse the target's
     # Regularization (section 5.4).
-    dropout: float = 0.1
-    attention_dropout: float = 0.0
-    relu_dropout: float = 0.0
-    label_smoothing: float = 0.1
-    # Optimization (section 5.3).
-    learning_rate_schedule: str = "rsqrt_warmup"
+    dropout: float = 0.1  # P_drop, on every sub-layer's output and on the embedding sums
+    attention_dropout: float = 0.0  # on the attention weights (tensor2tensor's; not the paper's)
+    relu_dropout: float = 0.0  # on the feed-forward hidden activations (tensor2tensor's too)
+    label_smoothing: float = 0.1  # epsilon_ls
+    # Optimization (section 5.3): the rate is learning_rate * d_model^-0.5 * min(...).
+    learning_rate_schedule: str = "rsqrt_warmup"  # or "constant": learning_rate throughout
     learning_rate: float = 1.0
     warmup_steps: int = 4000
+    # Adam (section 5.3), and an optional clip of the gradients.
     adam_beta1: float = 0.9
     adam_beta2: float = 0.98
     adam_epsilon: float = 1e-9
-    clip_grad_norm: float = 0.0
-    # Batching (section 5.1): tokens per replica; accum_steps multiplies it.
-    batch_size: int = 4096
-    accum_steps: int = 1
-    max_length: int = 256
-    train_steps: int = 100000
+    clip_grad_norm: float = 0.0  # largest global norm of the gradients; 0: no clipping
+    # Batching (section 5.1).
+    batch_size: int = 4096  # tokens per replica, counted on padded rows (data/pipeline.py)
+    accum_steps: int = 1  # batches per replica whose gradients make one update
+    max_length: int = 256  # tokens; longer examples are left out of the batches
+    train_steps: int = 100000  # optimizer updates
     # Execution.
-    precision: str = "float32"
-    jit_compile: bool = False
+    precision: str = "float32"  # a Keras dtype policy: also mixed_float16, mixed_bfloat16
+    jit_compile: bool = False  # XLA-compiles the training step's forward and backward pass
 
     def __post_init__(self) -> None:
         _check_choice("norm_position", self.norm_position, NORM_POSITIONS)
@@ -118,20 +120,6 @@ class HParams:
     def from_json(cls, text: str) -> HParams:
         return cls.from_dict(json.loads(text))
 
-    def save(self, path: str) -> None:
-        """Writes the JSON atomically (temporary file, then rename)."""
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".hparams-", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(self.to_json() + "\n")
-        os.replace(tmp, path)
-
-    @classmethod
-    def load(cls, path: str) -> HParams:
-        with open(path) as f:
-            return cls.from_json(f.read())
-
     def override(self, overrides: str) -> HParams:
         """Applies `k=v,k=v` overrides strictly: unknown keys and bad values raise ValueError."""
         known = {f.name: f for f in dataclasses.fields(self)}
@@ -144,6 +132,15 @@ class HParams:
             _check_known(key, known)
             changes[key] = _parse(known[key], text.strip())
         return self.replace(**changes)
+
+
+def parse_bool(text: str) -> bool:
+    """A boolean written as text: "true"/"1" -> True, "false"/"0" -> False (any case), and a
+    ValueError for anything else (where `bool(text)` would call every non-empty string true)."""
+    lowered = text.lower()
+    if lowered not in ("true", "false", "1", "0"):
+        raise ValueError(f"{text!r} is not a boolean (true, false, 1 or 0)")
+    return lowered in ("true", "1")
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -166,12 +163,7 @@ def _type_of(field: dataclasses.Field) -> type:
 def _parse(field: dataclasses.Field, text: str) -> Any:
     kind = _type_of(field)
     try:
-        if kind is bool:
-            lowered = text.lower()
-            if lowered not in ("true", "false", "1", "0"):
-                raise ValueError
-            return lowered in ("true", "1")
-        return kind(text)
+        return parse_bool(text) if kind is bool else kind(text)
     except ValueError:
         raise ValueError(f"hparam {field.name} expects {kind.__name__}, got {text!r}") from None
 

@@ -34,53 +34,50 @@ transformer_base_t2t = transformer_base.replace(
 transformer_parsing = transformer_base.replace(
     num_encoder_layers=4, num_decoder_layers=4, d_model=1024, max_length=512
 )
+
+
+# Small sets for tests and CPU runs.
+def _cpu_sized(num_layers: int, d_model: int, max_positions: int) -> HParams:
+    """transformer_base's architecture cut down: `num_layers` + `num_layers` layers of width
+    d_model with 4 heads, the paper's d_ff = 4 d_model, and a position table of `max_positions`."""
+    return transformer_base.replace(
+        num_encoder_layers=num_layers,
+        num_decoder_layers=num_layers,
+        d_model=d_model,
+        d_ff=4 * d_model,
+        num_heads=4,
+        max_positions=max_positions,
+    )
+
+
+# 2 + 2 layers of width 64; short examples in small batches, a short schedule, no dropout.
+transformer_tiny = _cpu_sized(num_layers=2, d_model=64, max_positions=256).replace(
+    dropout=0.0, batch_size=1024, max_length=64, warmup_steps=200, train_steps=1000
+)
+# 3 + 3 layers of width 256; half the paper's batch and warmup.
+transformer_small = _cpu_sized(num_layers=3, d_model=256, max_positions=512).replace(
+    batch_size=2048, max_length=128, warmup_steps=1000, train_steps=20000
+)
+
 # CPU-sized parsing (the GUM demo, `make demo-parse`): 3 + 3 layers of width 128, bfloat16
 # matmuls (about 1.5x float32 on this CPU). A CPU run makes only a few thousand updates in a few
 # epochs: small batches (1024 tokens; translation on this CPU did better with 1024 than with 512
 # or 2048) for more updates, no dropout (no time to overfit), pre-norm and a short warmup to a
 # peak rate of about 3e-3 (post-norm stalled above 4e-3 here).
-transformer_parsing_small = transformer_base.replace(
-    num_encoder_layers=3,
-    num_decoder_layers=3,
+transformer_parsing_small = transformer_small.replace(
+    # Width 128 in transformer_small's 3 + 3 layers, pre-norm.
     d_model=128,
     d_ff=512,
-    num_heads=4,
     norm_position="pre",
+    # 1024-token batches of trees up to 256 tokens, no dropout.
     dropout=0.0,
     batch_size=1024,
     max_length=256,
+    # A short warmup to a peak near 3e-3.
     learning_rate=0.5,
     warmup_steps=200,
     train_steps=20000,  # make demo-parse stops on time first (about 7,500 steps)
-    max_positions=512,
     precision="mixed_bfloat16",
-)
-
-# Small sets for tests and CPU runs.
-transformer_tiny = transformer_base.replace(
-    num_encoder_layers=2,
-    num_decoder_layers=2,
-    d_model=64,
-    d_ff=256,
-    num_heads=4,
-    dropout=0.0,
-    batch_size=1024,
-    max_length=64,
-    warmup_steps=200,
-    train_steps=1000,
-    max_positions=256,
-)
-transformer_small = transformer_base.replace(
-    num_encoder_layers=3,
-    num_decoder_layers=3,
-    d_model=256,
-    d_ff=1024,
-    num_heads=4,
-    batch_size=2048,
-    max_length=128,
-    warmup_steps=1000,
-    train_steps=20000,
-    max_positions=512,
 )
 
 PAPER_SETS = {

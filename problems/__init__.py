@@ -1,4 +1,4 @@
-"""Problems: where the text comes from, which vocabulary, which metric; and the input pipeline.
+"""Problems: where the text comes from, which vocabulary, which metric.
 
 Every module that registers problems is imported here by name, so a broken one fails loudly.
 """
@@ -12,8 +12,8 @@ from t2t_lite.problems import (  # noqa: F401  (each registers its problems)
 from t2t_lite.problems.base import (
     METRICS,
     PROBLEMS,
-    DecodeDefaults,
     Problem,
+    describe_options,
     get_problem,
     import_usr_dir,
     read_metadata,
@@ -23,8 +23,8 @@ from t2t_lite.problems.base import (
 __all__ = [
     "METRICS",
     "PROBLEMS",
-    "DecodeDefaults",
     "Problem",
+    "describe_options",
     "get_problem",
     "import_usr_dir",
     "read_metadata",

@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from t2t_lite.problems.base import DecodeDefaults, Problem, register_problem
+from t2t_lite.hparams import SearchSettings
+from t2t_lite.problems.base import Problem, register_problem
 
 _SPLIT_SEEDS = {"train": 1, "dev": 2, "test": 3}
 
@@ -22,7 +23,7 @@ class AlgorithmicProblem(Problem):
     vocab_type: ClassVar[str] = "words"
     metric: ClassVar[str] = "accuracy"
     # The output is exactly as long as the input: greedy search, a little slack.
-    decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults(
+    decode_defaults: ClassVar[SearchSettings] = SearchSettings(
         beam_size=1, alpha=0.0, extra_length=5
     )
     max_input_length: ClassVar[int] = 64
@@ -34,6 +35,13 @@ class AlgorithmicProblem(Problem):
         "train_size": 10_000,
         "dev_size": 500,
         "test_size": 500,
+    }
+    option_help: ClassVar[dict[str, str]] = {
+        "num_symbols": "Distinct symbols 0..num_symbols-1 (the vocabulary adds 3 reserved ids).",
+        "max_sequence_length": "Longest example; lengths are drawn uniformly from [1, this].",
+        "train_size": "Examples in the train split.",
+        "dev_size": "Examples in the dev split.",
+        "test_size": "Examples in the test split.",
     }
 
     def vocab_settings(self, options: dict[str, Any]) -> tuple[str, int]:

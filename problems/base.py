@@ -23,7 +23,8 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import Tokenizer, build_vocab, load_tokenizer, pipeline, shards, vocab_path
-from t2t_lite.hparams import HParams
+from t2t_lite.hparams import HParams, SearchSettings
+from t2t_lite.hparams.hparams_base import parse_bool
 from t2t_lite.registry import Registry
 from t2t_lite.runtime import atomic_io
 
@@ -31,18 +32,6 @@ METADATA = "metadata.json"
 STATE = "datagen.json"  # written first: which problem and options this data_dir is for
 METRICS = ("bleu", "accuracy", "parse_f1")
 VOCAB_TYPES = ("bpe", "wordpiece", "words")
-
-
-@dataclasses.dataclass(frozen=True)
-class DecodeDefaults:
-    """Search settings a problem suggests: beam width, GNMT length-penalty alpha, the maximum
-    output length as input length + `extra_length`, and whether the search keeps to the
-    problem's `decode_constraint`."""
-
-    beam_size: int = 4
-    alpha: float = 0.6
-    extra_length: int = 50
-    constrained: bool = False
 
 
 class Problem:
@@ -56,7 +45,7 @@ class Problem:
     vocab_type: ClassVar[str] = "bpe"
     vocab_size: ClassVar[int] = 8000
     metric: ClassVar[str] = "bleu"
-    decode_defaults: ClassVar[DecodeDefaults] = DecodeDefaults()
+    decode_defaults: ClassVar[SearchSettings] = SearchSettings()
     has_inputs: ClassVar[bool] = True
     # Longest inputs / targets (tokens, EOS included) the problem is meant for; hparams.max_length
     # is what the pipeline enforces.
@@ -64,6 +53,9 @@ class Problem:
     max_target_length: ClassVar[int] = 256
     examples_per_shard: ClassVar[int] = 100_000
     default_options: ClassVar[dict[str, Any]] = {}
+    # What each option means, one line of `t2t-datagen --help`; a subclass lists only the
+    # options its bases do not describe. An option without a line is described by its default.
+    option_help: ClassVar[dict[str, str]] = {}
 
     def __init__(self) -> None:
         # What `prepare` may report about the raw data (e.g. pairs aligned, filtered); it goes
@@ -117,6 +109,23 @@ class Problem:
         """What `t2t-decode` writes for the decoded `output` of the input line `source`
         (identity here; the parsing problems repair the linearized tree into a tree)."""
         return output
+
+    def has_postprocess(self) -> bool:
+        """Whether `postprocess` changes anything (a subclass overrides it)."""
+        return type(self).postprocess is not Problem.postprocess
+
+    def graph_postprocess(self, sources: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
+        """`postprocess` in TensorFlow ops, for exported SavedModels: sources string [batch]
+        (stripped input lines) and outputs string [batch, n] --> string [batch, n]. A problem
+        that overrides `postprocess` overrides this too, or says why not in `export_refusal`."""
+        return outputs
+
+    def export_refusal(self, settings: SearchSettings) -> str | None:
+        """Why decoding with `settings` cannot be put in a SavedModel, or None if it can. An
+        export must return what t2t-decode writes, so a Python-only `postprocess` refuses."""
+        if self.has_postprocess() and type(self).graph_postprocess is Problem.graph_postprocess:
+            return "its postprocess runs in Python only (no graph_postprocess)"
+        return None
 
     # --- the interface used by datagen, training, decoding and export ------------------------
 
@@ -193,23 +202,15 @@ class Problem:
         return load_tokenizer(data_dir)
 
     def make_dataset(
-        self,
-        data_dir: str,
-        split: str,
-        hparams: HParams,
-        *,
-        shuffle: bool,
-        repeat: bool,
-        seed: int = 0,
-        input_context: tf.distribute.InputContext | None = None,
+        self, data_dir: str, split: str, hparams: HParams, **options: Any
     ) -> tf.data.Dataset:
         """Batches {"inputs": int32 [b, s], "targets": int32 [b, t]} of a finished split.
 
-        See `t2t_lite.data.pipeline.make_dataset_from_files` for batching and sharding.
+        `options` are those of `t2t_lite.data.pipeline.make_dataset_from_files` (shuffle, repeat,
+        seed, input_context), which batches and shards.
         """
-        files = self.split_files(data_dir, split)
         return pipeline.make_dataset_from_files(
-            files, hparams, shuffle=shuffle, repeat=repeat, seed=seed, input_context=input_context
+            self.split_files(data_dir, split), hparams, **options
         )
 
     def split_files(self, data_dir: str, split: str) -> list[str]:
@@ -248,11 +249,7 @@ class Problem:
 
 
 def _parse_option(text: str, kind: type) -> Any:
-    if kind is bool:  # bool("false") would be True
-        if text.lower() not in ("true", "false", "1", "0"):
-            raise ValueError(text)
-        return text.lower() in ("true", "1")
-    return kind(text)
+    return parse_bool(text) if kind is bool else kind(text)
 
 
 def _logged(texts: Iterator[str], message: str, every: int = 500_000) -> Iterator[str]:
@@ -318,6 +315,30 @@ def register_problem(
     if isinstance(name_or_class, type):
         return decorate(name_or_class, None)
     return lambda cls: decorate(cls, name_or_class)
+
+
+def _option_help(cls: type[Problem], option: str) -> str:
+    for klass in cls.__mro__:
+        text = vars(klass).get("option_help", {}).get(option)
+        if text:
+            return text
+    return f"Problem option {option} (default {cls.default_options[option]!r})."
+
+
+def describe_options() -> dict[str, str]:
+    """Every option of the registered problems --> its help text and the problems that take it,
+    e.g. {"tfds_dir": "tensorflow-datasets data_dir. [wmt14_ende, wmt14_enfr]"}; problems that
+    describe a shared option differently each get their text."""
+    problems_by_text: dict[str, dict[str, list[str]]] = {}
+    for name in PROBLEMS:
+        cls = PROBLEMS.get(name)
+        for option in cls.default_options:
+            text = _option_help(cls, option)
+            problems_by_text.setdefault(option, {}).setdefault(text, []).append(name)
+    return {
+        option: " ".join(f"{text} [{', '.join(names)}]" for text, names in by_text.items())
+        for option, by_text in sorted(problems_by_text.items())
+    }
 
 
 def get_problem(name: str) -> Problem:

@@ -207,6 +207,11 @@ class LibreOfficeHelpProblem(Problem):
     max_target_length: ClassVar[int] = 128
     examples_per_shard: ClassVar[int] = 10_000
     default_options: ClassVar[dict[str, Any]] = {"raw_dir": "", "help_dir": "", "vocab_size": 8000}
+    option_help: ClassVar[dict[str, str]] = {
+        "raw_dir": "Cache folder of the downloaded help .deb packages (default: data_dir/raw).",
+        "help_dir": "An unpacked /usr/share/libreoffice/help tree, used instead of downloading.",
+        "vocab_size": "Vocabulary size, reserved ids included.",
+    }
 
     def vocab_settings(self, options: dict[str, Any]) -> tuple[str, int]:
         return self.vocab_type, int(options["vocab_size"])

@@ -25,19 +25,19 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import RESERVED_TOKENS
 from t2t_lite.data.tokenizers import read_vocab_list
-from t2t_lite.metrics.evalb import COLLINS
-from t2t_lite.problems.base import DecodeDefaults, Problem, register_problem
+from t2t_lite.hparams import SearchSettings
+from t2t_lite.problems import tree_strings
+from t2t_lite.problems.base import Problem, register_problem
 from t2t_lite.problems.parsing_trees import (
-    DEFAULT_TAG,
-    Tree,
     delinearize,
     file_pairs,
+    fix_punctuation_tags,
     glob_files,
-    guess_tag,
     gum_files,
     normalized_trees,
     tree_to_string,
@@ -48,7 +48,7 @@ from t2t_lite.problems.tree_constraint import TreeConstraint
 from t2t_lite.runtime import atomic_io
 
 # The paper's inference settings for parsing (section 6.3), searching well-formed trees only.
-PARSING_DECODE_DEFAULTS = DecodeDefaults(
+PARSING_DECODE_DEFAULTS = SearchSettings(
     beam_size=21, alpha=0.3, extra_length=300, constrained=True
 )
 EVAL_SPLITS = ("dev", "test")
@@ -59,10 +59,6 @@ TAGS_FILE = "tags.json"
 TAG_MIN_COUNT = 5
 # The share of training trees whose unary chains constrained decoding allows (`tree_statistics`).
 OPENS_COVERAGE = 0.99
-# Pre-terminal tags EVALB deletes together with their words.
-_DELETED_TAGS = COLLINS.delete_labels - {"TOP", "-NONE-"}
-# Marks always tagged as quotes or `:` (whichever, EVALB deletes them), beyond `guess_tag`'s.
-_MORE_PUNCTUATION = {'"': "''", "\u201c": "``", "\u201d": "''", "\u2018": "``", "\u2026": ":"}
 
 
 def source_file(split: str) -> str:
@@ -84,10 +80,13 @@ class TreebankProblem(Problem):
     vocab_type: ClassVar[str] = "words"
     vocab_size: ClassVar[int] = 16000
     metric: ClassVar[str] = "parse_f1"
-    decode_defaults: ClassVar[DecodeDefaults] = PARSING_DECODE_DEFAULTS
+    decode_defaults: ClassVar[SearchSettings] = PARSING_DECODE_DEFAULTS
     # Linearized trees are about three times as long as their sentences.
     max_input_length: ClassVar[int] = 256
     max_target_length: ClassVar[int] = 768
+    option_help: ClassVar[dict[str, str]] = {
+        "vocab_size": "Vocabulary size (words, tags, brackets, reserved ids); 0: the problem's.",
+    }
 
     def tree_files(self, split: str, options: dict[str, Any]) -> list[str]:
         """The bracketed files of a split, in order."""
@@ -154,6 +153,19 @@ class TreebankProblem(Problem):
         (`delinearize`, then `fix_punctuation_tags`)."""
         return tree_to_string(fix_punctuation_tags(delinearize(output, source.split())))
 
+    def graph_postprocess(self, sources: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
+        """`postprocess` in TensorFlow ops for well-formed outputs with one tag per word, which
+        constrained decoding guarantees (`t2t_lite.problems.tree_strings`)."""
+        return tree_strings.graph_postprocess(sources, outputs)
+
+    def export_refusal(self, settings: SearchSettings) -> str | None:
+        if not settings.constrained:
+            return (
+                "unconstrained outputs need the Python tree repair of postprocess; export with "
+                "the constraint on (drop --noconstrained)"
+            )
+        return None
+
     def generate_data(self, data_dir: str, **options: Any) -> dict:
         """Datagen as every problem, plus `{dev,test}.source.txt` and `{dev,test}.gold.trees`:
         the inputs for `t2t-decode` and the references for `t2t-evalb`, in the same order."""
@@ -177,30 +189,6 @@ class TreebankProblem(Problem):
         trees = list(normalized_trees(self.tree_files(split, options)))
         atomic_io.write_text(sources, "".join(" ".join(t.leaves()) + "\n" for t in trees))
         write_trees(trees, gold)
-
-
-def fix_punctuation_tags(tree: Tree) -> Tree:
-    """Makes punctuation tags agree with the words, in place; returns `tree`.
-
-    EVALB (COLLINS.prm) deletes words tagged `,` `:` `` `` `''` `.` before counting, so a
-    predicted tree whose punctuation tags differ from the gold's has another length and EVALB
-    rejects the whole sentence. Unambiguous punctuation words get their Penn tag
-    (`guess_tag`), and a word with a letter or digit never keeps a punctuation tag (it becomes
-    `XX`); ambiguous marks such as `-` or `'` keep the model's tag.
-    """
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if not node.is_preterminal:
-            stack.extend(node.children)
-            continue
-        word = node.children[0]
-        guess = _MORE_PUNCTUATION.get(word) or guess_tag(word)
-        if guess in _DELETED_TAGS:
-            node.label = guess
-        elif node.label in _DELETED_TAGS and any(c.isalnum() for c in word):
-            node.label = DEFAULT_TAG
-    return tree
 
 
 def tree_statistics(
@@ -293,6 +281,9 @@ class WsjParsing(TreebankProblem):
     """WSJ of the Penn Treebank: `--ptb_dir` with sections 02-21 train, 22 dev, 23 test."""
 
     default_options: ClassVar[dict[str, Any]] = {"ptb_dir": None, "vocab_size": 0}
+    option_help: ClassVar[dict[str, str]] = {
+        "ptb_dir": "WSJ section folders 00..24 of .mrg files (02-21 train, 22 dev, 23 test).",
+    }
 
     def tree_files(self, split: str, options: dict[str, Any]) -> list[str]:
         if not options["ptb_dir"]:
@@ -310,6 +301,9 @@ class WsjParsingSemi(WsjParsing):
         "ptb_dir": None,
         "silver_trees": None,
         "vocab_size": 0,
+    }
+    option_help: ClassVar[dict[str, str]] = {
+        "silver_trees": "Glob of bracketed silver trees added to the training split.",
     }
 
     def train_files(self, options: dict[str, Any]) -> list[str]:
@@ -332,6 +326,15 @@ class ParsingTrees(TreebankProblem):
         "dev_percent": 5,
         "test_percent": 5,
         "vocab_size": 0,
+    }
+    option_help: ClassVar[dict[str, str]] = {
+        **{
+            f"{split}_trees": f"Glob(s), comma-separated, of the {split} bracketed tree files."
+            for split in ("train", "dev", "test")
+        },
+        "gum_dir": "GUM's .ptb folder, split by document name (instead of the *_trees globs).",
+        "dev_percent": "With gum_dir: percent of the documents in the dev split.",
+        "test_percent": "With gum_dir: percent of the documents in the test split.",
     }
 
     def splits(self, options: dict[str, Any]) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ from t2t_lite.data.trees import (
     tree_to_string,
     write_trees,
 )
+from t2t_lite.metrics.evalb import COLLINS
 
 __all__ = [
     "SPLITS",
@@ -71,13 +72,17 @@ DEFAULT_ROOT = "S"
 # Tags for words a repaired tree must add: punctuation keeps its Penn tag so EVALB deletes it
 # on both sides (a "." tagged XX would make EVALB reject the sentence for a length mismatch).
 # Ambiguous ones ("-" is HYPH or ":", '"' opens or closes) get the default tag.
-_PUNCTUATION_TAGS = {
+PUNCTUATION_TAGS = {
     ".": ".", "?": ".", "!": ".",
     ",": ",",
     ":": ":", ";": ":", "--": ":", "\u2014": ":", "...": ":",
     "``": "``", "''": "''",
     "-LRB-": "-LRB-", "-RRB-": "-RRB-",
 }  # fmt: skip
+# Pre-terminal tags EVALB deletes together with their words.
+DELETED_TAGS = COLLINS.delete_labels - {"TOP", "-NONE-"}
+# Marks always tagged as quotes or `:` (whichever, EVALB deletes them), beyond `guess_tag`'s.
+MORE_PUNCTUATION = {'"': "''", "\u201c": "``", "\u201d": "''", "\u2018": "``", "\u2026": ":"}
 
 
 def linearize(tree: Tree) -> str:
@@ -99,7 +104,7 @@ def _linearize_into(node: Tree, tokens: list[str]) -> None:
 
 def guess_tag(word: str, default: str = DEFAULT_TAG) -> str:
     """The tag given to a word a repair has to add: its Penn punctuation tag, else `default`."""
-    return _PUNCTUATION_TAGS.get(word, default)
+    return PUNCTUATION_TAGS.get(word, default)
 
 
 def delinearize(
@@ -298,3 +303,27 @@ def gum_files(
         for n in names
         if gum_split(n, dev_percent=dev_percent, test_percent=test_percent) == split
     ]
+
+
+def fix_punctuation_tags(tree: Tree) -> Tree:
+    """Makes punctuation tags agree with the words, in place; returns `tree`.
+
+    EVALB (COLLINS.prm) deletes words tagged `,` `:` `` `` `''` `.` before counting, so a
+    predicted tree whose punctuation tags differ from the gold's has another length and EVALB
+    rejects the whole sentence. Unambiguous punctuation words get their Penn tag
+    (`guess_tag`), and a word with a letter or digit never keeps a punctuation tag (it becomes
+    `XX`); ambiguous marks such as `-` or `'` keep the model's tag.
+    """
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if not node.is_preterminal:
+            stack.extend(node.children)
+            continue
+        word = node.children[0]
+        guess = MORE_PUNCTUATION.get(word) or guess_tag(word)
+        if guess in DELETED_TAGS:
+            node.label = guess
+        elif node.label in DELETED_TAGS and any(c.isalnum() for c in word):
+            node.label = DEFAULT_TAG
+    return tree

@@ -36,6 +36,10 @@ class Wmt14Problem(Problem):
     max_input_length: ClassVar[int] = 256
     max_target_length: ClassVar[int] = 256
     default_options: ClassVar[dict[str, Any]] = {"raw_dir": "", "tfds_dir": ""}
+    option_help: ClassVar[dict[str, str]] = {
+        "raw_dir": "Folder of local files {train,dev,test}.{en,de|fr} read instead of tfds.",
+        "tfds_dir": "tensorflow-datasets data_dir for the WMT14 builders.",
+    }
 
     def _raw_files(self, raw_dir: str, split: str) -> tuple[str, str]:
         return tuple(  # type: ignore[return-value]
@@ -131,6 +135,15 @@ class Text2Text(Problem):
         **{f"{split}_{side}": "" for split in ("train", "dev", "test") for side in ("src", "tgt")},
         "vocab_type": "bpe",
         "vocab_size": 8000,
+    }
+    option_help: ClassVar[dict[str, str]] = {
+        **{
+            f"{split}_{side}": f"The {split} {kind} file, one sentence a line."
+            for split in ("train", "dev", "test")
+            for side, kind in (("src", "source"), ("tgt", "target"))
+        },
+        "vocab_type": "Vocabulary type: bpe, wordpiece or words.",
+        "vocab_size": "Vocabulary size, reserved ids included.",
     }
 
     def splits(self, options: dict[str, Any]) -> tuple[str, ...]:

@@ -1,8 +1,8 @@
 """Constrained decoding for linearized trees: every hypothesis is a well-formed tree.
 
-A `t2t_lite.decode.search.Constraint` over the linearization of `parsing_trees.linearize`. At each
-step it allows only the tokens that keep the output a prefix of a well-formed tree over exactly
-the sentence's words:
+A `t2t_lite.decode.constraint.Constraint` over the linearization of `parsing_trees.linearize`.
+At each step it allows only the tokens that keep the output a prefix of a well-formed tree over
+exactly the sentence's words:
 
   * a tag (a leaf) only inside a phrase, while fewer tags than source words were emitted;
   * `(X` only while a word is left for it, the phrase depth is below `max_depth`, fewer than

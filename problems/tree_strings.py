@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from t2t_lite.problems import parsing_trees
 from t2t_lite.problems.parsing_trees import DEFAULT_ROOT, DEFAULT_TAG, guess_tag
 
 
@@ -55,13 +56,11 @@ def _char_class(test: Callable[[str], bool]) -> str:
 def _tag_tables() -> tuple[tuple[str, ...], ...]:
     """(punctuation words, their `guess_tag`, the tag `fix_punctuation_tags` forces on them or
     "", the tags EVALB deletes), read from `fix_punctuation_tags`'s own tables."""
-    # Imported here: parsing.py imports this module. `fix_punctuation_tags` forces the tag
-    # `_MORE_PUNCTUATION.get(w) or guess_tag(w)` when that is one of `_DELETED_TAGS`.
-    from t2t_lite.problems import parsing, parsing_trees
-
-    more = parsing._MORE_PUNCTUATION
-    deleted = sorted(parsing._DELETED_TAGS)
-    words = sorted(set(parsing_trees._PUNCTUATION_TAGS) | set(more))
+    # `fix_punctuation_tags` forces the tag `MORE_PUNCTUATION.get(w) or guess_tag(w)` when
+    # that is one of `DELETED_TAGS`.
+    more = parsing_trees.MORE_PUNCTUATION
+    deleted = sorted(parsing_trees.DELETED_TAGS)
+    words = sorted(set(parsing_trees.PUNCTUATION_TAGS) | set(more))
     forced = [more.get(w) or guess_tag(w) for w in words]
     forced = [tag if tag in deleted else "" for tag in forced]
     return tuple(words), tuple(guess_tag(w) for w in words), tuple(forced), tuple(deleted)

@@ -22,7 +22,7 @@ import time
 BIN = os.path.dirname(sys.executable)
 PROBLEM = "translate_ende_lohelp"
 # A 15-minute CPU run makes a few thousand updates. What measured best here in 6-minute trials
-# (dev BLEU of greedy decoding; the README's Demo section lists them): transformer_small in
+# (dev BLEU of greedy decoding; docs/demo.md lists them): transformer_small in
 # bfloat16 (AMX on this CPU), pre-norm, no dropout (no time to overfit), batches of 1024 tokens
 # (2048 and 512 both did worse), the paper's schedule with a 200-step warmup scaled by 0.4 (peak
 # 1.8e-3; 0.3 and 0.5 measured alike, 1.0 did much worse), and a BPE vocabulary of VOCAB_SIZE
@@ -69,15 +69,14 @@ def write_test_split(data_dir: str, directory: str) -> tuple[str, str, int]:
     source, reference = os.path.join(directory, "test.en"), os.path.join(directory, "test.de")
     if not (os.path.isfile(source) and os.path.isfile(reference)):
         from t2t_lite.problems import get_problem
+        from t2t_lite.runtime import atomic_io
 
         problem = get_problem(PROBLEM)
         options = problem.resolve_options({})
         problem.prepare(data_dir, options)
         pairs = list(problem.text_pairs("test", options))
         for path, side in ((source, 0), (reference, 1)):
-            with open(path + ".tmp", "w") as f:
-                f.writelines(pair[side] + "\n" for pair in pairs)
-            os.replace(path + ".tmp", path)
+            atomic_io.write_text(path, "".join(pair[side] + "\n" for pair in pairs))
     with open(source) as f:
         return source, reference, sum(1 for _ in f)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.hparams import HParams
-
 
 class _Tokenizer:
     def __init__(self, vocab_size: int):
@@ -45,23 +43,15 @@ class FakeReverse:
             targets[i, : n + 1] = np.append(symbols[::-1], 1)
         return inputs, targets
 
-    def make_dataset(
-        self,
-        data_dir: str,
-        split: str,
-        hparams: HParams,
-        *,
-        shuffle: bool,
-        repeat: bool,
-        seed: int = 0,
-        input_context: tf.distribute.InputContext | None = None,
-    ) -> tf.data.Dataset:
+    def make_dataset(self, data_dir, split, hparams, **options) -> tf.data.Dataset:
+        """The problem's interface over in-memory arrays (options as `Problem.make_dataset`)."""
+        input_context, seed = options.get("input_context"), options.get("seed", 0)
         inputs, targets = self.arrays(split)
         ds = tf.data.Dataset.from_tensor_slices({"inputs": inputs, "targets": targets})
         if input_context is not None:
             ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        if shuffle:
+        if options["shuffle"]:
             ds = ds.shuffle(len(inputs), seed=seed, reshuffle_each_iteration=True)
-        if repeat:
+        if options["repeat"]:
             ds = ds.repeat()
         return ds.batch(max(1, hparams.batch_size // (self.max_symbols + 1)))

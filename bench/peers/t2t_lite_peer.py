@@ -150,7 +150,7 @@ def breakdown(args) -> None:
     hidden = tf.random.normal([P.BATCH, P.TARGET_LENGTH, P.D_MODEL])
 
     def loss_of(logits):
-        return batch_stats(logits, batch, P.LABEL_SMOOTHING)[0]
+        return batch_stats(logits, batch, P.LABEL_SMOOTHING).smoothed_sum
 
     def gradients_of(fn, variables):
         @tf.function

@@ -12,11 +12,11 @@ Used by the parsing problems (`t2t_lite.problems.parsing_trees`) and by EVALB
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+
+from t2t_lite.runtime import atomic_io
 
 # Labels of a root wrapper that carries no constituent of its own.
 ROOT_LABELS = frozenset({"", "ROOT", "TOP"})
@@ -176,18 +176,11 @@ def _decoded_lines(handle, path: str) -> Iterator[str]:
 
 def write_trees(trees: Iterable[Tree], path: str) -> int:
     """Writes one tree per line, atomically (temporary file, then rename). Returns the count."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for tree in trees:
-                handle.write(tree_to_string(tree) + "\n")
-                count += 1
-        os.replace(tmp_path, path)
-    except BaseException:
-        os.unlink(tmp_path)
-        raise
+    with atomic_io.open_atomic(path, "w", encoding="utf-8") as handle:
+        for tree in trees:
+            handle.write(tree_to_string(tree) + "\n")
+            count += 1
     return count
 
 

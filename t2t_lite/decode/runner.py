@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import sys
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -22,82 +21,21 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import iter_raw_lines
+from t2t_lite.decode.run import Run
+from t2t_lite.decode.search import SearchResult
 from t2t_lite.decode.transformer_step import score_ids, translate_ids
+from t2t_lite.hparams import SearchSettings
 from t2t_lite.runtime import atomic_io
+from t2t_lite.runtime.progress import DecodeProgress
 from t2t_lite.vocabulary import EOS_ID
 
 STDIN = "<stdin>"
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchOptions:
-    """Beam width, length-penalty alpha, output length budget (input length + extra_length) and
-    the number of hypotheses written per line."""
-
-    beam_size: int = 4
-    alpha: float = 0.6
-    extra_length: int = 50
-    nbest: int = 1
-    constrained: bool = False
-
-    def __post_init__(self) -> None:
-        if self.beam_size < 1 or self.extra_length < 0:
-            raise ValueError(
-                f"need --beam_size >= 1 and --extra_length >= 0, got beam_size={self.beam_size}"
-                f", extra_length={self.extra_length}"
-            )
-        if not 1 <= self.nbest <= self.beam_size:
-            raise ValueError(f"--nbest={self.nbest} must be in [1, --beam_size={self.beam_size}]")
-
-    @classmethod
-    def resolve(cls, defaults: Any, **given: Any) -> SearchOptions:
-        """The given values, with None taken from `defaults` (a problem's `decode_defaults`)."""
-        values = {}
-        for field in dataclasses.fields(cls):
-            value = given.get(field.name)
-            values[field.name] = (
-                getattr(defaults, field.name, field.default) if value is None else value
-            )
-        return cls(**values)
 
 
 class Hypothesis(NamedTuple):
     text: str
     score: float  # log-prob / lp(length), what the beam ranks by
     log_prob: float
-
-
-class _Progress:
-    """Logs sentences/s and tokens/s about every `every` seconds, and a summary at the end."""
-
-    def __init__(self, total: int, what: str, every: float = 10.0, enabled: bool = True):
-        self.total, self.what, self.every, self.enabled = total, what, every, enabled
-        self.start = self.last = time.monotonic()
-        self.sentences = self.tokens = 0
-
-    def update(self, sentences: int, tokens: int) -> None:
-        self.sentences += sentences
-        self.tokens += tokens
-        now = time.monotonic()
-        if now - self.last >= self.every:
-            self.last = now
-            self._log("%s %d/%d sentences")
-
-    def finish(self) -> None:
-        self._log("%s %d/%d sentences done")
-
-    def _log(self, message: str) -> None:
-        if not self.enabled:
-            return
-        elapsed = max(time.monotonic() - self.start, 1e-9)
-        logging.info(
-            message + ", %.1f sentences/s, %.1f tokens/s",
-            self.what,
-            self.sentences,
-            self.total,
-            self.sentences / elapsed,
-            self.tokens / elapsed,
-        )
 
 
 def token_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
@@ -132,7 +70,7 @@ class Translator:
         self,
         model,
         tokenizer,
-        options: SearchOptions,
+        settings: SearchSettings,
         batch_tokens: int = 4096,
         postprocess: Callable[[str, str], str] | None = None,
         constraint: Any = None,
@@ -142,24 +80,43 @@ class Translator:
                 f"the tokenizer has {tokenizer.vocab_size} ids but the model {model.vocab_size}; "
                 "--data_dir must hold the vocabulary the model was trained with"
             )
-        self.model, self.tokenizer, self.options = model, tokenizer, options
+        settings.check(model.hparams.max_positions)
+        self.model, self.tokenizer, self.settings = model, tokenizer, settings
         # (source line, decoded text) -> output text; a problem's `postprocess` (trees repaired
         # over the source words for parsing).
         self.postprocess = postprocess or (lambda source, output: output)
         self.batch_tokens = batch_tokens
-        self.max_positions = model.hparams.max_positions
+        self.max_positions = settings.input_limit(model.hparams.max_positions)
         spec = tf.TensorSpec([None, None], tf.int32)
         search = functools.partial(
             translate_ids,
             model,
-            beam_size=options.beam_size,
-            alpha=options.alpha,
-            extra_length=options.extra_length,
-            nbest=options.nbest,
+            beam_size=settings.beam_size,
+            alpha=settings.alpha,
+            extra_length=settings.extra_length,
+            nbest=settings.nbest,
             constraint=constraint,
         )
         self._search = tf.function(search, input_signature=[spec])
         self._score = tf.function(lambda x, y: score_ids(model, x, y), input_signature=[spec] * 2)
+
+    @classmethod
+    def from_run(cls, run: Run, batch_tokens: int = 4096) -> Translator:
+        """A translator that searches as `run.search` says, with the problem's constraint and
+        postprocessing."""
+        return cls(
+            run.model,
+            run.tokenizer,
+            run.search,
+            batch_tokens,
+            run.problem.postprocess,
+            run.constraint,
+        )
+
+    def search_ids(self, inputs: np.ndarray) -> SearchResult:
+        """Zero-padded source ids [batch, source] (each ending in EOS) --> the search's result,
+        ids [batch, nbest, length]."""
+        return self._search(inputs)
 
     def encode(self, lines: Sequence[str], names: Sequence[str]) -> list[list[int] | None]:
         """Texts --> ids ending in EOS, truncated to the model's positions (warning with the
@@ -188,10 +145,10 @@ class Translator:
         sources = self.encode(lines, names)
         results: list[list[Hypothesis]] = [[] for _ in lines]
         todo = [i for i, s in enumerate(sources) if s is not None]
-        progress = _Progress(len(todo), "decoded", enabled=log_progress)
+        progress = DecodeProgress(len(todo), "decoded", enabled=log_progress)
         for batch in token_batches([len(sources[i]) for i in todo], self.batch_tokens):
             rows = [todo[j] for j in batch]
-            found = self._search(_pad([sources[i] for i in rows]))
+            found = self.search_ids(_pad([sources[i] for i in rows]))
             ids = found.ids.numpy()  # [rows, nbest, length]
             flat = ids.reshape(-1, ids.shape[-1])  # --> [rows * nbest, length]
             texts = self.tokenizer.decode(flat).numpy().reshape(ids.shape[:2])  # [rows, nbest]
@@ -220,7 +177,7 @@ class Translator:
         target_ids = self.encode(targets, target_names)
         todo = [i for i in range(len(sources)) if source_ids[i] and target_ids[i]]
         results: list[float | None] = [None] * len(sources)
-        progress = _Progress(len(todo), "scored")
+        progress = DecodeProgress(len(todo), "scored")
         lengths = [max(len(source_ids[i]), len(target_ids[i])) for i in todo]
         for batch in token_batches(lengths, self.batch_tokens):
             rows = [todo[j] for j in batch]
@@ -311,37 +268,24 @@ class DecodeConfig:
     nbest: int = 1
     batch_tokens: int = 4096
 
-
-def load_translator(config: DecodeConfig) -> Translator:
-    """Restores the run's model (latest or averaged checkpoint unless --checkpoint) and loads
-    the problem's tokenizer and decode defaults."""
-    from t2t_lite.problems import get_problem
-    from t2t_lite.runtime.run_info import restore_model
-
-    model, info, path = restore_model(config.output_dir, config.checkpoint)
-    logging.info("restored %s (problem %s, hparams %s)", path, info.problem, info.hparams_set)
-    if config.problem and config.problem != info.problem:
-        logging.warning(
-            "--problem=%s, but the model was trained on %s", config.problem, info.problem
+    def restore(self) -> Run:
+        """`Run.restore` with these flags; a --problem other than the run's is refused."""
+        run = Run.restore(
+            self.output_dir,
+            self.checkpoint,
+            self.data_dir,
+            search={name: getattr(self, name) for name in SEARCH_FLAGS},
         )
-    problem = get_problem(config.problem or info.problem)
-    options = SearchOptions.resolve(
-        problem.decode_defaults,
-        beam_size=config.beam_size,
-        alpha=config.alpha,
-        extra_length=config.extra_length,
-        nbest=config.nbest,
-        constrained=config.constrained,
-    )
-    logging.info("search: %s", options)
-    data_dir = config.data_dir or info.data_dir
-    tokenizer = problem.tokenizer(data_dir)
-    constraint = problem.decode_constraint(data_dir, tokenizer) if options.constrained else None
-    if options.constrained and constraint is None:
-        raise ValueError(f"--constrained: problem {problem.name} has no decoding constraint")
-    return Translator(
-        model, tokenizer, options, config.batch_tokens, problem.postprocess, constraint
-    )
+        if self.problem and self.problem != run.problem.name:
+            raise ValueError(
+                f"--problem={self.problem}, but the run in {self.output_dir} was trained on "
+                f"{run.problem.name}"
+            )
+        return run
+
+
+# The DecodeConfig fields that are search settings.
+SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained", "nbest")
 
 
 def interactive(translator: Translator) -> None:
@@ -355,14 +299,14 @@ def interactive(translator: Translator) -> None:
             return
         number += 1
         results = translator.translate([line], [f"{STDIN}:{number}"], log_progress=False)
-        for out in format_translations(results, translator.options.nbest):
+        for out in format_translations(results, translator.settings.nbest):
             print(out, flush=True)
 
 
 def run_decode(config: DecodeConfig) -> int:
-    """Decodes (or scores) as `config` says; returns the number of lines written (or 0 after an
-    interactive session)."""
-    translator = load_translator(config)
+    """Decodes (or scores) as `config` says; returns the number of lines written (or 0 after the
+    interactive prompt)."""
+    translator = Translator.from_run(config.restore(), config.batch_tokens)
     if not config.decode_from_file and not config.score_file and sys.stdin.isatty():
         interactive(translator)
         return 0
@@ -376,5 +320,5 @@ def run_decode(config: DecodeConfig) -> int:
             )
         out = format_scores(translator.score(lines, targets, names, target_names))
     else:
-        out = format_translations(translator.translate(lines, names), translator.options.nbest)
+        out = format_translations(translator.translate(lines, names), translator.settings.nbest)
     return write_lines(out, config.decode_to_file)

@@ -137,6 +137,137 @@ def write_column(seq: tf.Tensor, position: tf.Tensor, tokens: tf.Tensor) -> tf.T
     return seq + tokens[..., None] * column
 
 
+class _BeamSetup(NamedTuple):
+    """What every step of one `beam_search` call shares (k = beam_size)."""
+
+    k: int
+    nbest: int
+    eos_id: int
+    pad_id: int | None
+    batch: tf.Tensor  # scalar int32
+    max_lengths: tf.Tensor  # [batch] int32, EOS included
+    alpha: tf.Tensor  # scalar float32
+    batch_offsets: tf.Tensor  # [batch, 1]: the first cache row of each sentence, r * k
+    top_ranks: tf.Tensor  # [1, 2k] bool: which of the 2k candidates rank in the top k
+
+    @classmethod
+    def make(cls, batch_size, k, alpha, max_length, eos_id, pad_id, nbest) -> _BeamSetup:
+        """From `beam_search`'s arguments (k = beam_size)."""
+        batch = tf.cast(batch_size, tf.int32)
+        max_lengths, alpha = _per_sentence(max_length, batch), tf.cast(alpha, tf.float32)
+        offsets, top_ranks = tf.range(batch)[:, None] * k, tf.range(2 * k)[None, :] < k
+        return cls(k, nbest, eos_id, pad_id, batch, max_lengths, alpha, offsets, top_ranks)
+
+
+class _Beams(NamedTuple):
+    """The loop state of `beam_search`; L = max(max_lengths) + 1 positions, the start id first."""
+
+    i: tf.Tensor  # scalar int32: the step, the position of the tokens fed to the model
+    seq: tf.Tensor  # [batch, k, L] the live hypotheses
+    alive_lp: tf.Tensor  # [batch, k] their log-probs, best first (-inf: an empty slot)
+    fin_seq: tf.Tensor  # [batch, k, L] the finished hypotheses, best first
+    fin_scores: tf.Tensor  # [batch, k] their scores, log-prob / lp(length) (-inf: empty)
+    fin_lp: tf.Tensor  # [batch, k] their log-probs
+    cache: Any  # the model's cache, rows [batch * k, ...] in the previous step's beam order
+    parents: tf.Tensor  # [batch * k] the cache row of each live beam's parent
+
+
+class _Candidates(NamedTuple):
+    """A step's best 2k continuations of each sentence, best first."""
+
+    lp: tf.Tensor  # [batch, 2k] log-probs
+    token: tf.Tensor  # [batch, 2k] the token each adds
+    origin: tf.Tensor  # [batch, 2k] the live beam (0..k-1) each extends
+    seq: tf.Tensor  # [batch, 2k, L] the extended hypotheses
+
+
+def _initial_beams(initial_cache: Any, batch: tf.Tensor, k: int, total: tf.Tensor) -> _Beams:
+    """Step 0's state: k empty hypotheses per sentence, of which only beam 0 is live, so the
+    first step does not pick k copies of one token."""
+    # Row r * k + j of the tiled cache is beam j of sentence r: [batch, ...] --> [batch * k, ...].
+    cache = tf.nest.map_structure(lambda t: tf.repeat(t, k, axis=0), initial_cache)
+    # Position 0 holds the start id fed at step 0; step i writes its token at position i + 1.
+    seq = tf.zeros([batch, k, total + 1], tf.int32)
+    alive_lp = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch, 1])  # [batch, k]
+    empty = tf.fill([batch, k], NEG_INF)
+    return _Beams(
+        tf.constant(0), seq, alive_lp, tf.zeros_like(seq), empty, empty, cache, tf.range(batch * k)
+    )
+
+
+def _expand(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> tuple[_Candidates, Any]:
+    """Runs the model one step on every live beam; returns the 2k best continuations of each
+    sentence and the model's new cache."""
+    k, batch, i = setup.k, setup.batch, beams.i
+    ids = tf.reshape(beams.seq[:, :, i], [-1])  # [batch, k] --> [batch * k]
+    # The cache rows of each live beam's parent, gathered here rather than at the end of the
+    # previous step: the model's cache is still empty at step 0 (nothing to copy) and the
+    # last step's reorder, which nothing would read, is never made.
+    cache = tf.nest.map_structure(lambda t: tf.gather(t, beams.parents), beams.cache)
+    logits, cache = step_fn(ids, i, cache)
+    # The best 2k continuations of a sentence include at most 2k of each beam, so each row
+    # first keeps its own best (2k, one more when it could be the padding id that is then
+    # dropped) by logit; log-probs are computed only for those, as logit - logsumexp.
+    row_lp, row_token = _best_log_probs(logits, 2 * k, setup.pad_id)  # --> [batch * k, n]
+    # Candidate j * n + r extends beam j with its r-th token: [batch, k, n] --> [batch, k*n].
+    n = tf.shape(row_lp)[-1]
+    flat_lp = tf.reshape(
+        beams.alive_lp[:, :, None] + tf.reshape(row_lp, [batch, k, n]), [batch, -1]
+    )
+    lp, chosen = tf.math.top_k(flat_lp, 2 * k)  # --> [batch, 2k]
+    origin = chosen // n  # --> [batch, 2k]
+    token = tf.gather(tf.reshape(row_token, [batch, -1]), chosen, batch_dims=1)
+    seq = write_column(tf.gather(beams.seq, origin, batch_dims=1), i + 1, token)
+    return _Candidates(lp, token, origin, seq), cache
+
+
+def _add_finished(
+    setup: _BeamSetup, beams: _Beams, candidates: _Candidates, ends: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """The k best of the finished list and the candidates that `ends` [batch, 2k] marks:
+    (fin_seq [batch, k, L], fin_scores [batch, k], fin_lp [batch, k])."""
+    new_lp = tf.where(ends, candidates.lp, NEG_INF)
+    new_scores = new_lp / length_penalty(beams.i + 1, setup.alpha)
+    # The old finished list first: top_k keeps the lower index on ties, so a later
+    # hypothesis never displaces an equal earlier one (what the stopping test relies on).
+    both = tf.concat([beams.fin_scores, new_scores], 1)  # --> [batch, 3k]
+    fin_scores, keep = tf.math.top_k(both, setup.k)  # --> [batch, k]
+    fin_seq = tf.gather(tf.concat([beams.fin_seq, candidates.seq], 1), keep, batch_dims=1)
+    fin_lp = tf.gather(tf.concat([beams.fin_lp, new_lp], 1), keep, batch_dims=1)
+    return fin_seq, fin_scores, fin_lp
+
+
+def _beam_step(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> _Beams:
+    """One step of `beam_search`: expand, finish the top-k candidates that end, keep the best k
+    that do not end live."""
+    candidates, cache = _expand(step_fn, setup, beams)
+    at_max = (beams.i + 1 >= setup.max_lengths)[:, None]  # --> [batch, 1]
+    stops = tf.equal(candidates.token, setup.eos_id) | at_max  # --> [batch, 2k]
+    # Finished: ranked in the top k, live (not -inf), and ending with EOS or at max length.
+    ends = stops & setup.top_ranks & (candidates.lp > NEG_INF)
+    fin_seq, fin_scores, fin_lp = _add_finished(setup, beams, candidates, ends)
+    # Live: the best k candidates that did not end; none once a sentence is at max length.
+    alive_lp, alive = tf.math.top_k(tf.where(stops, NEG_INF, candidates.lp), setup.k)
+    seq = tf.gather(candidates.seq, alive, batch_dims=1)  # --> [batch, k, L]
+    # The cache rows of each new beam's parent: [batch, k] --> [batch * k].
+    origin = tf.gather(candidates.origin, alive, batch_dims=1)
+    parents = tf.reshape(origin + setup.batch_offsets, [-1])
+    return _Beams(beams.i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents)
+
+
+def _beams_searching(setup: _BeamSetup, beams: _Beams) -> tf.Tensor:
+    """Whether any sentence may still improve its `nbest` finished hypotheses (scalar bool)."""
+    # A live log-prob L <= 0 only falls, and lp is monotone in the length, so the best final
+    # score of a live hypothesis is L / lp at the shortest or the longest reachable length.
+    best = beams.alive_lp[:, 0]  # --> [batch]
+    bound = tf.maximum(
+        best / length_penalty(beams.i + 1, setup.alpha),
+        best / length_penalty(setup.max_lengths, setup.alpha),
+    )
+    done = (beams.i >= setup.max_lengths) | (beams.fin_scores[:, setup.nbest - 1] >= bound)
+    return tf.logical_not(tf.reduce_all(done))
+
+
 def beam_search(
     step_fn: StepFn,
     initial_cache: Any,
@@ -175,77 +306,20 @@ def beam_search(
     """
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest must be in [1, beam_size={beam_size}], got {nbest}")
-    k = beam_size
-    batch = tf.cast(batch_size, tf.int32)
-    max_lengths = _per_sentence(max_length, batch)  # --> [batch]
-    total = tf.reduce_max(max_lengths)
-    alpha = tf.cast(alpha, tf.float32)
-    # Row r * k + j of the tiled cache is beam j of sentence r: [batch, ...] --> [batch * k, ...].
-    cache = tf.nest.map_structure(lambda t: tf.repeat(t, k, axis=0), initial_cache)
-    # Position 0 holds the start id fed at step 0; step i writes its token at position i + 1.
-    seq = tf.zeros([batch, k, total + 1], tf.int32)
-    # Only beam 0 is live at first, so the first step does not pick k copies of one token.
-    alive_lp = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch, 1])  # [batch, k]
-    empty = tf.fill([batch, k], NEG_INF)
-    batch_offsets = tf.range(batch)[:, None] * k  # --> [batch, 1]
-    top_ranks = tf.range(2 * k)[None, :] < k  # --> [1, 2k]
-
-    def body(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents):
-        ids = tf.reshape(seq[:, :, i], [-1])  # [batch, k] --> [batch * k]
-        # The cache rows of each live beam's parent, gathered here rather than at the end of the
-        # previous step: the model's cache is still empty at step 0 (nothing to copy) and the
-        # last step's reorder, which nothing would read, is never made.
-        cache = tf.nest.map_structure(lambda t: tf.gather(t, parents), cache)
-        logits, cache = step_fn(ids, i, cache)
-        # The best 2k continuations of a sentence include at most 2k of each beam, so each row
-        # first keeps its own best (2k, one more when it could be the padding id that is then
-        # dropped) by logit; log-probs are computed only for those, as logit - logsumexp.
-        row_lp, row_token = _best_log_probs(logits, 2 * k, pad_id)  # --> [batch * k, n]
-        # Candidate j * n + r extends beam j with its r-th token: [batch, k, n] --> [batch, k*n].
-        n = tf.shape(row_lp)[-1]
-        flat_lp = tf.reshape(alive_lp[:, :, None] + tf.reshape(row_lp, [batch, k, n]), [batch, -1])
-        cand_lp, cand = tf.math.top_k(flat_lp, 2 * k)  # --> [batch, 2k]
-        origin = cand // n  # --> [batch, 2k]
-        token = tf.gather(tf.reshape(row_token, [batch, -1]), cand, batch_dims=1)
-        cand_seq = write_column(tf.gather(seq, origin, batch_dims=1), i + 1, token)
-        # cand_seq: [batch, 2k, total + 1]
-
-        # Finished: ranked in the top k, live (not -inf), and ending with EOS or at max length.
-        at_max = (i + 1 >= max_lengths)[:, None]  # --> [batch, 1]
-        is_eos = tf.equal(token, eos_id)
-        ends = (is_eos | at_max) & top_ranks & (cand_lp > NEG_INF)  # --> [batch, 2k]
-        new_lp = tf.where(ends, cand_lp, NEG_INF)
-        new_scores = new_lp / length_penalty(i + 1, alpha)
-        # The old finished list first: top_k keeps the lower index on ties, so a later
-        # hypothesis never displaces an equal earlier one (what the stopping test relies on).
-        fin_scores, keep = tf.math.top_k(tf.concat([fin_scores, new_scores], 1), k)  # [b, 3k]->k
-        fin_seq = tf.gather(tf.concat([fin_seq, cand_seq], 1), keep, batch_dims=1)
-        fin_lp = tf.gather(tf.concat([fin_lp, new_lp], 1), keep, batch_dims=1)
-
-        # Live: the best k candidates that did not end; none once a sentence is at max length.
-        alive_lp, alive = tf.math.top_k(tf.where(is_eos | at_max, NEG_INF, cand_lp), k)
-        seq = tf.gather(cand_seq, alive, batch_dims=1)  # --> [batch, k, total + 1]
-        # The cache rows of each new beam's parent: [batch, k] --> [batch * k].
-        parents = tf.reshape(tf.gather(origin, alive, batch_dims=1) + batch_offsets, [-1])
-        return i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents
-
-    def cond(i, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents):
-        # A live log-prob L <= 0 only falls, and lp is monotone in the length, so the best final
-        # score of a live hypothesis is L / lp at the shortest or the longest reachable length.
-        best = alive_lp[:, 0]  # --> [batch]
-        bound = tf.maximum(
-            best / length_penalty(i + 1, alpha), best / length_penalty(max_lengths, alpha)
-        )
-        done = (i >= max_lengths) | (fin_scores[:, nbest - 1] >= bound)
-        return tf.logical_not(tf.reduce_all(done))
-
-    start = (tf.constant(0), seq, alive_lp, tf.zeros_like(seq), empty, empty, cache)
-    start = (*start, tf.range(batch * k))
-    _, _, _, fin_seq, fin_scores, fin_lp, _, _ = tf.while_loop(
-        cond, body, start, _shape_invariants(start), maximum_iterations=total
+    setup = _BeamSetup.make(batch_size, beam_size, alpha, max_length, eos_id, pad_id, nbest)
+    total = tf.reduce_max(setup.max_lengths)
+    start = (_initial_beams(initial_cache, setup.batch, beam_size, total),)
+    (beams,) = tf.while_loop(
+        lambda beams: _beams_searching(setup, beams),
+        lambda beams: (_beam_step(step_fn, setup, beams),),
+        start,
+        _shape_invariants(start),
+        maximum_iterations=total,
     )
     # [batch, k, total + 1] --> [batch, nbest, total], dropping the start position.
-    return SearchResult(fin_seq[:, :nbest, 1:], fin_scores[:, :nbest], fin_lp[:, :nbest])
+    return SearchResult(
+        beams.fin_seq[:, :nbest, 1:], beams.fin_scores[:, :nbest], beams.fin_lp[:, :nbest]
+    )
 
 
 def _filter_top_k(logits: tf.Tensor, top_k: int) -> tf.Tensor:
@@ -280,13 +354,10 @@ def sample_search(
 
     Sampling draws from softmax(log_probs / temperature) restricted to the `top_k` most likely
     tokens (0: all) and then to the nucleus of mass `top_p` (1.0: all). Draws are stateless: the
-    same `seed` and batch give the same samples. The returned score and log_prob are both the
-    model's own log-probability of the hypothesis (before temperature and filtering).
-    `temperature`, `top_k` and `top_p` are Python numbers fixed when the graph is built.
-
-    Returns:
-      SearchResult with ids [batch, 1, max(max_length)] and scores [batch, 1].
-    """
+    same `seed` and batch give the same samples. `temperature`, `top_k` and `top_p` are Python
+    numbers fixed when the graph is built. Returns a SearchResult with ids [batch, 1,
+    max(max_length)]; its scores and log_probs [batch, 1] are both the model's own log-probability
+    of the hypothesis (before temperature and filtering)."""
     if temperature < 0 or top_k < 0 or not 0.0 < top_p <= 1.0:
         raise ValueError(
             f"need temperature >= 0, top_k >= 0 and 0 < top_p <= 1; got temperature="

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from t2t_lite.data.trees import ROOT_LABELS, Tree, read_trees
+from t2t_lite.data.trees import TreeParseError as TreeParseError  # t2t-evalb catches it
 
 OK, ERROR, SKIP = 0, 1, 2  # EVALB's status column.
 
@@ -59,20 +60,13 @@ class EvalbParams:
 COLLINS = EvalbParams()
 
 
-@dataclass(frozen=True)
-class SentenceResult:
-    """One row of EVALB's table (counts after deletion)."""
+class _BracketScores:
+    """Labelled recall and precision in percent, of `matched` brackets among the gold and the
+    test ones (0 where there are none)."""
 
-    index: int
-    length: int
-    status: int
-    matched: int = 0
-    gold_brackets: int = 0
-    test_brackets: int = 0
-    crossing: int = 0
-    words: int = 0
-    correct_tags: int = 0
-    message: str = ""
+    matched: int
+    gold_brackets: int
+    test_brackets: int
 
     @property
     def recall(self) -> float:
@@ -83,17 +77,38 @@ class SentenceResult:
         return 100.0 * self.matched / self.test_brackets if self.test_brackets else 0.0
 
 
+@dataclass(frozen=True)
+class SentenceResult(_BracketScores):
+    """One row of EVALB's table (counts after deletion)."""
+
+    index: int
+    length: int
+    status: int  # OK, ERROR or SKIP (EVALB's status column)
+    # Brackets: matched, in the gold tree, in the test tree, and test brackets crossing gold.
+    matched: int = 0
+    gold_brackets: int = 0
+    test_brackets: int = 0
+    crossing: int = 0
+    # Tagging: words after deletion, and how many of them got the gold tag.
+    words: int = 0
+    correct_tags: int = 0
+    message: str = ""
+
+
 @dataclass
-class Totals:
+class Totals(_BracketScores):
     """Sums over sentences; only OK sentences add brackets, words and crossings."""
 
+    # Sentences read, and how many of them had the status ERROR or SKIP.
     sentences: int = 0
     errors: int = 0
     skips: int = 0
+    # Brackets, summed as in `SentenceResult`; complete: sentences with every bracket right.
     matched: int = 0
     gold_brackets: int = 0
     test_brackets: int = 0
     complete: int = 0
+    # Crossing brackets: their sum, and the sentences with none and with at most two.
     crossing: int = 0
     no_crossing: int = 0
     two_or_less_crossing: int = 0
@@ -121,14 +136,6 @@ class Totals:
     @property
     def valid(self) -> int:
         return self.sentences - self.errors - self.skips
-
-    @property
-    def recall(self) -> float:
-        return 100.0 * self.matched / self.gold_brackets if self.gold_brackets else 0.0
-
-    @property
-    def precision(self) -> float:
-        return 100.0 * self.matched / self.test_brackets if self.test_brackets else 0.0
 
     @property
     def f1(self) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import keras
@@ -16,8 +17,19 @@ from t2t_lite.model.layers import (
     attention_mask,
     padding_mask,
 )
+from t2t_lite.model.layers.transformer_layers import BLOCK_ARGUMENTS
 
 
+def _block_arguments(hparams: HParams) -> dict:
+    """The encoder's and decoder's constructor arguments (all but num_layers) from `hparams`,
+    which names each as the layers do (`key_dim` and `value_dim` are d_k and d_v resolved)."""
+    return {name: getattr(hparams, name) for name in BLOCK_ARGUMENTS}
+
+
+_HPARAMS_FIELDS = frozenset(field.name for field in dataclasses.fields(HParams))
+
+
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class Transformer(keras.Model):
     """Encoder-decoder Transformer.
 
@@ -28,6 +40,8 @@ class Transformer(keras.Model):
     For search: `state = project_memory(*encode(inputs))`, `cache = init_cache(batch,
     max_length)`, then repeatedly `logits, cache = decode_step(ids, index, cache, state)` with
     the previous token's ids [b].
+
+    `get_config()` is flat: the HParams fields beside vocab_size and output_vocab_size.
     """
 
     def __init__(
@@ -56,8 +70,9 @@ class Transformer(keras.Model):
             hp.position_encoding, hp.d_model, hp.max_positions, name="positions", dtype=policy
         )
         self.embedding_dropout = keras.layers.Dropout(hp.dropout, dtype=policy)
-        self.encoder = Encoder.from_hparams(hp, hp.num_encoder_layers, name="encoder", dtype=policy)
-        self.decoder = Decoder.from_hparams(hp, hp.num_decoder_layers, name="decoder", dtype=policy)
+        blocks = _block_arguments(hp)
+        self.encoder = Encoder(hp.num_encoder_layers, **blocks, name="encoder", dtype=policy)
+        self.decoder = Decoder(hp.num_decoder_layers, **blocks, name="decoder", dtype=policy)
 
     def build(self, input_shape=None):
         shape = (None, None, self.hparams.d_model)
@@ -112,21 +127,15 @@ class Transformer(keras.Model):
         """
         memory_mask = padding_mask(inputs)
         x = self._embed(self.embedding, inputs)
-        mask = attention_mask(tf.shape(inputs)[1], memory_mask)
-        maps = {"encoder": [], "decoder_self": [], "decoder_cross": []}
-        for layer in self.encoder.blocks:
-            x, weights = layer.attention_maps(x, mask)
-            maps["encoder"].append(weights)
-        memory = self.encoder._finish(x)
+        memory, encoder_maps = self.encoder.attention_maps(
+            x, attention_mask(tf.shape(inputs)[1], memory_mask)
+        )
         length = tf.shape(targets)[1]
         self_mask = attention_mask(length, tf.ones_like(targets, tf.bool), causal=True)
         cross_mask = attention_mask(length, memory_mask)
         y = self._embed(self._target_embedding, tf.pad(targets, [[0, 0], [1, 0]])[:, :-1])
-        for layer in self.decoder.blocks:
-            y, self_weights, cross_weights = layer.attention_maps(y, memory, self_mask, cross_mask)
-            maps["decoder_self"].append(self_weights)
-            maps["decoder_cross"].append(cross_weights)
-        return maps
+        _, self_maps, cross_maps = self.decoder.attention_maps(y, memory, self_mask, cross_mask)
+        return {"encoder": encoder_maps, "decoder_self": self_maps, "decoder_cross": cross_maps}
 
     def project_memory(self, memory: tf.Tensor, memory_mask: tf.Tensor) -> dict[str, Any]:
         """What every search step reads from the encoder, computed once per sentence: each
@@ -158,20 +167,22 @@ class Transformer(keras.Model):
             {"self": own, "cross": memory_state["layers"][i]}
             for i, own in enumerate(cache["layers"])
         ]
-        # The self-attention cache holds exactly the positions before `index`: no mask.
-        x, layers = self.decoder(x, None, None, cross_mask, cache=layers, decode_index=index)
+        # The self-attention caches hold exactly the positions before `index` (the layers read
+        # the position off them): no mask.
+        x, layers = self.decoder(x, None, None, cross_mask, cache=layers)
         logits = tf.cast(self._logits(x)[:, 0], tf.float32)
         return logits, {"layers": layers}
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            hparams=self.hparams.to_dict(),
-            vocab_size=self.vocab_size,
-            output_vocab_size=self.output_vocab_size,
-        )
+        config.update(self.hparams.to_dict())
+        config.update(vocab_size=self.vocab_size, output_vocab_size=self.output_vocab_size)
         return config
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        config = dict(config)
+        # A config written before the flat layout kept the HParams under one key.
+        hparams = dict(config.pop("hparams", {}))
+        hparams.update({k: config.pop(k) for k in list(config) if k in _HPARAMS_FIELDS})
+        return cls(HParams.from_dict(hparams), **config)

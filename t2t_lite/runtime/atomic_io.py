@@ -6,10 +6,12 @@ the next run overwrites or removes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
-from typing import Any
+from collections.abc import Iterator
+from typing import IO, Any
 
 TMP_SUFFIX = ".tmp"
 
@@ -32,18 +34,34 @@ def commit(tmp: str, path: str) -> None:
     os.replace(tmp, path)
 
 
-def write_bytes(path: str, data: bytes) -> None:
+@contextlib.contextmanager
+def open_atomic(path: str, mode: str = "w", **open_args: Any) -> Iterator[IO]:
+    """Opens a temporary file next to `path` for writing (`mode` "w" or "wb", `open_args` as for
+    `open`); on leaving the block the file is renamed into place, or removed if the block raised,
+    leaving `path` as it was. For writers that stream their output."""
     tmp = temporary_path(path)
-    with open(tmp, "wb") as f:
-        f.write(data)
+    try:
+        with open(tmp, mode, **open_args) as handle:
+            yield handle
+    except BaseException:
+        os.remove(tmp)
+        raise
     commit(tmp, path)
 
 
+def write_bytes(path: str, data: bytes) -> None:
+    """Writes `data` to `path` atomically."""
+    with open_atomic(path, "wb") as f:
+        f.write(data)
+
+
 def write_text(path: str, text: str) -> None:
+    """Writes `text` to `path` atomically, as UTF-8."""
     write_bytes(path, text.encode("utf-8"))
 
 
 def write_json(path: str, value: Any) -> None:
+    """Writes `value` to `path` atomically as indented JSON with sorted keys and a final newline."""
     write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 

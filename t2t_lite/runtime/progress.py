@@ -1,4 +1,10 @@
-"""Periodic progress lines of a training run: step, loss, learning rate, steps/s, tokens/s, ETA."""
+"""Periodic progress lines: one rate meter, read by two line formats.
+
+`RateMeter` counts units of work (steps, sentences) and tokens and turns them into rates per
+second. `ProgressLog` is the training line (step, loss, learning rate, steps/s, tokens/s, ETA,
+rates since the previous line); `DecodeProgress` the decoding line (sentences/s, tokens/s, rates
+since the start, and a summary at the end).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,41 @@ import time
 from absl import logging
 
 
+class RateMeter:
+    """Units and tokens counted since the start and since the last `mark`, and their rates."""
+
+    def __init__(self) -> None:
+        self.start = self._mark = time.monotonic()
+        self.units = self.tokens = 0.0  # since the start
+        self._marked_units = self._marked_tokens = 0.0  # the counts at the last mark
+
+    def add(self, units: float, tokens: float) -> None:
+        """Counts `units` of work (steps, sentences) that held `tokens` tokens."""
+        self.units += units
+        self.tokens += tokens
+
+    def seconds_since_mark(self) -> float:
+        return time.monotonic() - self._mark
+
+    def rates_since_start(self) -> tuple[float, float]:
+        """(units/s, tokens/s) since the meter was made."""
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        return self.units / elapsed, self.tokens / elapsed
+
+    def mark(self) -> tuple[float, float]:
+        """(units/s, tokens/s) since the previous mark (or the start); then starts a new window."""
+        now = time.monotonic()
+        elapsed = max(now - self._mark, 1e-9)
+        rates = (
+            (self.units - self._marked_units) / elapsed,
+            (self.tokens - self._marked_tokens) / elapsed,
+        )
+        self._mark, self._marked_units, self._marked_tokens = now, self.units, self.tokens
+        return rates
+
+
 class ProgressLog:
-    """Logs a line every `every` steps with rates measured since the previous line.
+    """Logs a training line every `every` steps with rates measured since the previous line.
 
     Example: `step 1200/100000 loss 3.412 nll 3.101 lr 6.1e-04 |g| 0.93 4.1 steps/s
     21,050 tok/s ETA 6:41:10`.
@@ -18,22 +57,18 @@ class ProgressLog:
     def __init__(self, total_steps: int, start_step: int, every: int):
         self.total_steps = total_steps
         self.every = max(1, every)
-        self._last_time = time.monotonic()
-        self._last_step = start_step
-        self._tokens = 0.0
+        self._meter = RateMeter()
+        self._step = start_step
         self.steps_per_second = 0.0
         self.tokens_per_second = 0.0
 
     def update(self, step: int, result: dict) -> None:
         """Counts the step's tokens; logs and refreshes the rates on every `every`-th step."""
-        self._tokens += float(result["source_tokens"] + result["target_tokens"])
+        self._meter.add(step - self._step, float(result["source_tokens"] + result["target_tokens"]))
+        self._step = step
         if step % self.every and step != self.total_steps:
             return
-        now = time.monotonic()
-        elapsed = max(now - self._last_time, 1e-9)
-        self.steps_per_second = (step - self._last_step) / elapsed
-        self.tokens_per_second = self._tokens / elapsed
-        self._last_time, self._last_step, self._tokens = now, step, 0.0
+        self.steps_per_second, self.tokens_per_second = self._meter.mark()
         remaining = (self.total_steps - step) / max(self.steps_per_second, 1e-9)
         logging.info(
             "step %d/%d loss %.4f nll %.4f lr %.3g |g| %.3g %.2f steps/s %s tok/s ETA %s",
@@ -59,3 +94,39 @@ class ProgressLog:
             "steps_per_second": self.steps_per_second,
             "tokens_per_second": self.tokens_per_second,
         }
+
+
+class DecodeProgress:
+    """Logs sentences/s and tokens/s since the start about every `every` seconds, and a summary
+    at `finish`. `what` names the work ("decoded", "scored"); `total` is the sentences to do.
+
+    Example: `decoded 1200/3003 sentences, 41.3 sentences/s, 1302.7 tokens/s`.
+    """
+
+    def __init__(self, total: int, what: str, every: float = 10.0, enabled: bool = True):
+        self.total, self.what, self.every, self.enabled = total, what, every, enabled
+        self._meter = RateMeter()
+
+    def update(self, sentences: int, tokens: int) -> None:
+        """Counts a finished batch; logs when `every` seconds have passed since the last line."""
+        self._meter.add(sentences, tokens)
+        if self._meter.seconds_since_mark() >= self.every:
+            self._meter.mark()
+            self._log("%s %d/%d sentences")
+
+    def finish(self) -> None:
+        """Logs the summary line."""
+        self._log("%s %d/%d sentences done")
+
+    def _log(self, message: str) -> None:
+        if not self.enabled:
+            return
+        sentences_per_second, tokens_per_second = self._meter.rates_since_start()
+        logging.info(
+            message + ", %.1f sentences/s, %.1f tokens/s",
+            self.what,
+            self._meter.units,
+            self.total,
+            sentences_per_second,
+            tokens_per_second,
+        )

@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 
 import tensorflow as tf
 
 from t2t_lite.hparams import HParams
+from t2t_lite.runtime import atomic_io
 
 RUN_INFO_FILE = "hparams.json"
 CHECKPOINT_DIR = "checkpoints"
@@ -41,13 +41,8 @@ class RunInfo:
 
     def save(self, output_dir: str) -> str:
         """Writes output_dir/hparams.json atomically; returns its path."""
-        os.makedirs(output_dir, exist_ok=True)
         path = os.path.join(output_dir, RUN_INFO_FILE)
-        fd, tmp = tempfile.mkstemp(dir=output_dir, prefix=".hparams-", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
+        atomic_io.write_json(path, self.to_dict())
         return path
 
     @classmethod
@@ -85,15 +80,6 @@ def _flatten(values: dict, prefix: str = "") -> dict:
     return flat
 
 
-def build_model(info: RunInfo):
-    """A built (weights created) Transformer for the run."""
-    from t2t_lite.model.transformer import Transformer
-
-    model = Transformer(info.hparams, info.vocab_size, output_vocab_size=info.output_vocab_size)
-    model.build()
-    return model
-
-
 def resolve_checkpoint(output_dir: str, checkpoint: str | None = None) -> str:
     """A checkpoint path: `checkpoint` itself (a path prefix or a directory), or by default the
     newest of output_dir/averaged and output_dir/checkpoints (by file modification time)."""
@@ -112,14 +98,3 @@ def resolve_checkpoint(output_dir: str, checkpoint: str | None = None) -> str:
             f"no checkpoint in {output_dir}/{CHECKPOINT_DIR} or {output_dir}/{AVERAGED_DIR}"
         )
     return max(candidates, key=lambda c: os.path.getmtime(c + ".index"))
-
-
-def restore_model(output_dir: str, checkpoint: str | None = None):
-    """Returns (model, run_info, checkpoint_path) with the model's weights restored."""
-    info = RunInfo.load(output_dir)
-    model = build_model(info)
-    path = resolve_checkpoint(output_dir, checkpoint)
-    tf.train.Checkpoint(model=model).restore(
-        path
-    ).expect_partial().assert_existing_objects_matched()
-    return model, info, path

@@ -28,7 +28,6 @@ watches `export_dir`, never sees half an export. Loading it in Python needs
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -43,47 +42,15 @@ from absl import logging
 
 from t2t_lite.data import Tokenizer, trim_ids
 from t2t_lite.decode import transformer_step
+from t2t_lite.decode.constraint import Constraint
+from t2t_lite.decode.run import Run
+from t2t_lite.hparams import SearchSettings
 from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
 NBEST_SIGNATURE = "nbest"
 IDS_SIGNATURE = "translate_ids"
 EXPORT_INFO = "t2t_export.json"  # in the version folder's assets.extra/
 _TMP_PREFIX = ".tmp-export-"
-
-
-@dataclasses.dataclass(frozen=True)
-class ServingSettings:
-    """Search settings fixed into the exported graph.
-
-    beam_size: live hypotheses per sentence; alpha: GNMT length-penalty exponent;
-    extra_length: outputs are at most input length + extra_length tokens; max_input_length:
-    longer inputs (tokens, EOS included) are truncated; nbest: hypotheses of the n-best signature.
-    """
-
-    beam_size: int = 4
-    alpha: float = 0.6
-    extra_length: int = 50
-    max_input_length: int = 256
-    nbest: int = 4
-
-    def check(self, max_positions: int) -> None:
-        """Raises ValueError naming the flag that is out of range."""
-        if self.beam_size < 1:
-            raise ValueError(f"--beam_size must be at least 1, got {self.beam_size}")
-        if not 1 <= self.nbest <= self.beam_size:
-            raise ValueError(
-                f"--nbest must be in [1, --beam_size={self.beam_size}], got {self.nbest}"
-            )
-        if self.alpha < 0:
-            raise ValueError(f"--alpha must be >= 0, got {self.alpha}")
-        if self.extra_length < 0:
-            raise ValueError(f"--extra_length must be >= 0, got {self.extra_length}")
-        # Positions past max_positions have no encoding: the graph would fail at serving time.
-        if not 1 <= self.max_input_length <= max_positions:
-            raise ValueError(
-                f"--max_input_length must be in [1, {max_positions}] (the model's max_positions), "
-                f"got {self.max_input_length}"
-            )
 
 
 def clean_utf8(strings: tf.Tensor) -> tf.Tensor:
@@ -119,10 +86,20 @@ class ServingFunctions:
     takes a batch and returns its signature's output dict (they run eagerly too).
 
     As in t2t-decode, an input that is empty after stripping whitespace is not searched: its
-    output is "" (or no ids) with score 0.
+    output is "" (or no ids) with score 0. The search keeps to `constraint` (a problem's decoding
+    constraint) and the text outputs go through `postprocess`, a problem's `graph_postprocess`
+    (sources [kept] and outputs [kept, n] strings --> [kept, n]), so an export returns what
+    t2t-decode writes.
     """
 
-    def __init__(self, model: keras.Model, tokenizer: Tokenizer, settings: ServingSettings):
+    def __init__(
+        self,
+        model: keras.Model,
+        tokenizer: Tokenizer,
+        settings: SearchSettings,
+        constraint: Constraint | None = None,
+        postprocess: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None,
+    ):
         settings.check(model.hparams.max_positions)
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
@@ -131,18 +108,38 @@ class ServingFunctions:
         self.model = model
         self.tokenizer = tokenizer
         self.settings = settings
+        self.max_input_length = settings.input_limit(model.hparams.max_positions)
+        self.constraint = constraint
+        self.postprocess = postprocess
+
+    @classmethod
+    def from_run(cls, run: Run, nbest: int | None = None) -> ServingFunctions:
+        """The run's model, vocabulary, search settings, constraint and postprocessing; the
+        nbest signature returns `nbest` hypotheses (default: the beam size).
+
+        Raises ValueError naming the problem when its decoding cannot be put in a graph."""
+        refusal = run.problem.export_refusal(run.search)
+        if refusal:
+            raise ValueError(f"problem {run.problem.name} cannot be exported: {refusal}")
+        settings = run.search.override(
+            nbest=nbest or run.search.beam_size,
+            max_input_length=run.search.input_limit(run.hparams.max_positions),
+        )
+        postprocess = run.problem.graph_postprocess if run.problem.has_postprocess() else None
+        return cls(run.model, run.tokenizer, settings, run.constraint, postprocess)
 
     def _search(
         self,
         ids: tf.Tensor,
         keep: tf.Tensor,
         nbest: int,
-        finish: Callable[[tf.Tensor], dict[str, tf.Tensor]],
+        finish: Callable[[tf.Tensor, tf.Tensor], dict[str, tf.Tensor]],
         empty: dict[str, tf.Tensor],
     ) -> dict[str, tf.Tensor]:
         """Searches the rows of source ids [batch, length] where keep [batch] is True.
 
-        `finish` maps the found ids [kept, nbest, out_length] to a dict of [kept, ...] outputs;
+        `finish` maps the found ids [kept, nbest, out_length] and the kept rows' indices [kept]
+        to a dict of [kept, ...] outputs;
         `empty` holds the same outputs for no rows. Returns them scattered back to [batch, ...]
         (zeros or "" at rows not kept) with "scores" [batch, nbest]. Rows not kept, and an empty
         batch, are never searched.
@@ -158,8 +155,9 @@ class ServingFunctions:
                 alpha=s.alpha,
                 extra_length=s.extra_length,
                 nbest=nbest,
+                constraint=self.constraint,
             )
-            return {"scores": found.scores, **finish(found.ids)}
+            return {"scores": found.scores, **finish(found.ids, rows)}
 
         def nothing():  # a zero-row search has no maximum length to loop to
             return {"scores": tf.zeros([0, nbest], tf.float32), **empty}
@@ -177,12 +175,15 @@ class ServingFunctions:
         """[batch] strings --> outputs [batch, nbest], scores [batch, nbest], truncated [batch]."""
         text = strip_whitespace(clean_utf8(tf.convert_to_tensor(inputs, tf.string)))
         tokens = self.tokenizer.encode(text)  # --> ragged [batch, (n)]
-        ids, truncated = source_ids(tokens, self.settings.max_input_length)
+        ids, truncated = source_ids(tokens, self.max_input_length)
 
-        def detokenize(found_ids):  # [kept, nbest, out_length] --> [kept, nbest] strings
+        def detokenize(found_ids, rows):  # [kept, nbest, out_length] --> [kept, nbest] strings
             shape = tf.shape(found_ids)
             flat = tf.reshape(found_ids, [-1, shape[2]])  # --> [kept * nbest, out_length]
-            return {"outputs": tf.reshape(self.tokenizer.decode(flat), shape[:2])}
+            outputs = tf.reshape(self.tokenizer.decode(flat), shape[:2])
+            if self.postprocess is not None:
+                outputs = self.postprocess(tf.gather(text, rows), outputs)
+            return {"outputs": outputs}
 
         empty = {"outputs": tf.zeros([0, nbest], tf.string)}
         found = self._search(ids, tf.strings.length(text) > 0, nbest, detokenize, empty)
@@ -213,12 +214,12 @@ class ServingFunctions:
         ]
         with tf.control_dependencies(checks):
             tokens = trim_ids(input_ids)  # --> ragged [batch, (n)]
-        ids, truncated = source_ids(tokens, self.settings.max_input_length)
+        ids, truncated = source_ids(tokens, self.max_input_length)
         found = self._search(
             ids,
             tokens.row_lengths() > 0,
             1,
-            lambda found_ids: {"output_ids": found_ids[:, 0]},  # --> [kept, out_length]
+            lambda found_ids, rows: {"output_ids": found_ids[:, 0]},  # --> [kept, out_length]
             {"output_ids": tf.zeros([0, 0], tf.int32)},
         )
         return {**found, "scores": found["scores"][:, 0], "truncated": truncated}
@@ -300,57 +301,13 @@ def write_saved_model(
     return path
 
 
-def load_serving(
-    output_dir: str,
-    *,
-    checkpoint: str | None = None,
-    data_dir: str | None = None,
-    beam_size: int | None = None,
-    alpha: float | None = None,
-    extra_length: int | None = None,
-    max_input_length: int | None = None,
-    nbest: int | None = None,
-) -> tuple[ServingFunctions, dict[str, Any]]:
-    """Restores a training run (output_dir/hparams.json and a checkpoint) for export.
-
-    Search settings left None take the problem's decode defaults, as t2t-decode does;
-    max_input_length defaults to the model's max_positions (t2t-decode's limit too) and nbest
-    to beam_size. `data_dir` overrides the one recorded at training time.
-
-    Returns:
-      (functions, info): info is JSON-able (checkpoint, problem, settings) for the export.
-    """
-    from t2t_lite.problems import get_problem  # the problem registry; heavy, so imported late
-    from t2t_lite.runtime.run_info import restore_model
-
-    model, run, path = restore_model(output_dir, checkpoint)
-    logging.info("restored %s (problem %s, hparams %s)", path, run.problem, run.hparams_set)
-    data_dir = data_dir or run.data_dir
-    tokenizer = get_problem(run.problem).tokenizer(data_dir)
-    if tokenizer.vocab_size != run.vocab_size:
-        raise ValueError(
-            f"the vocabulary in {data_dir} has {tokenizer.vocab_size} ids but the model in "
-            f"{output_dir} was trained with {run.vocab_size}; pass the run's --data_dir"
-        )
-    defaults = get_problem(run.problem).decode_defaults
-    beam_size = _given(beam_size, defaults.beam_size)
-    settings = ServingSettings(
-        beam_size=beam_size,
-        alpha=_given(alpha, defaults.alpha),
-        extra_length=_given(extra_length, defaults.extra_length),
-        max_input_length=_given(max_input_length, run.hparams.max_positions),
-        nbest=_given(nbest, beam_size),
-    )
-    info = {
-        "output_dir": os.path.abspath(output_dir),
-        "checkpoint": os.path.abspath(path),
-        "problem": run.problem,
-        "hparams_set": run.hparams_set,
-        "data_dir": os.path.abspath(data_dir),
-        "settings": dataclasses.asdict(settings),
-    }
-    return ServingFunctions(model, tokenizer, settings), info
-
-
-def _given(value: Any, default: Any) -> Any:
-    return default if value is None else value
+def export_run(
+    run: Run, export_dir: str, version: int | None = None, nbest: int | None = None
+) -> tuple[str, dict[str, Any]]:
+    """Exports a restored run (see `ServingFunctions.from_run`) to `export_dir/<version>`;
+    returns the version folder and the facts stored with it (run, checkpoint, settings)."""
+    functions = ServingFunctions.from_run(run, nbest)
+    info = {**run.describe(), "settings": functions.settings.to_dict()}
+    for key in ("output_dir", "checkpoint", "data_dir"):
+        info[key] = os.path.abspath(info[key])
+    return write_saved_model(functions, export_dir, version, info), info

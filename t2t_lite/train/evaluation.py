@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import tensorflow as tf
 
-from t2t_lite.vocabulary import EOS_ID, PAD_ID
+from t2t_lite.data import trim_ids
+from t2t_lite.decode import transformer_step
+from t2t_lite.train.step import sum_stats
 
 # Metrics that can choose the best checkpoint, and whether higher is better.
 METRIC_DIRECTIONS = {
@@ -25,15 +26,13 @@ def evaluate(trainer, dev_dataset, problem, config) -> dict[str, float]:
     dev_loss is the mean negative log-likelihood per target token (exp of it is the perplexity);
     dev_smoothed_loss the label-smoothed one that training minimizes.
     """
-    totals = np.zeros(5, np.float64)  # train_step.STATS
-    for batch in dev_dataset:
-        totals += trainer.eval_step(batch).numpy()
-    tokens = max(totals[2], 1.0)
+    totals = sum_stats(trainer.eval_step(batch) for batch in dev_dataset)
+    tokens = max(totals.target_tokens, 1.0)
     metrics = {
-        "dev_loss": totals[1] / tokens,
-        "dev_smoothed_loss": totals[0] / tokens,
-        "dev_accuracy": totals[4] / tokens,
-        "dev_tokens": totals[2],
+        "dev_loss": totals.nll_sum / tokens,
+        "dev_smoothed_loss": totals.smoothed_sum / tokens,
+        "dev_accuracy": totals.correct_tokens / tokens,
+        "dev_tokens": totals.target_tokens,
     }
     metrics["dev_perplexity"] = math.exp(min(metrics["dev_loss"], 700.0))
     if config.bleu_examples:
@@ -41,22 +40,9 @@ def evaluate(trainer, dev_dataset, problem, config) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items()}
 
 
-def _strip(ids: np.ndarray) -> list[int]:
-    """Token ids up to (not including) the first EOS, without padding."""
-    out = []
-    for token in ids.tolist():
-        if token == EOS_ID:
-            break
-        if token != PAD_ID:
-            out.append(token)
-    return out
-
-
 def dev_bleu(model, problem, config) -> float:
     """sacreBLEU of greedy decoding (beam 1) on the first `config.bleu_examples` dev examples."""
     import sacrebleu
-
-    from t2t_lite.decode import transformer_step
 
     tokenizer = problem.tokenizer(config.data_dir)
     dataset = problem.make_dataset(
@@ -65,9 +51,9 @@ def dev_bleu(model, problem, config) -> float:
     hypotheses, references = [], []
     for batch in dataset:
         result = transformer_step.translate_ids(model, batch["inputs"], beam_size=1, nbest=1)
-        for hyp, ref in zip(result.ids[:, 0].numpy(), batch["targets"].numpy(), strict=True):
-            hypotheses.append(_strip(hyp))
-            references.append(_strip(ref))
+        # Both end at their first EOS; padding follows it (search output and dataset alike).
+        hypotheses.extend(trim_ids(result.ids[:, 0]).to_list())
+        references.extend(trim_ids(batch["targets"]).to_list())
         if len(hypotheses) >= config.bleu_examples:
             break
 

@@ -23,6 +23,11 @@ from tensorflow.core.framework import summary_pb2
 from t2t_lite.hparams import HParams
 from t2t_lite.runtime import distribute
 from t2t_lite.runtime.checkpoints import BestKeeper, CheckpointKeeper
+
+# What t2t-train needs of the run's infrastructure, re-exported for it.
+from t2t_lite.runtime.checkpoints import CheckpointError as CheckpointError
+from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
+from t2t_lite.runtime.distribute import create_strategy as create_strategy
 from t2t_lite.runtime.progress import ProgressLog
 from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 from t2t_lite.train.evaluation import METRIC_DIRECTIONS, evaluate
@@ -46,11 +51,14 @@ class TrainConfig:
     output_dir: str
     data_dir: str
     train_steps: int
+    # Every N steps: evaluate on dev, write a checkpoint, log a progress line.
     eval_every: int = 1000
     save_every: int = 1000
+    log_every: int = 100
+    # The last K checkpoints are kept, and one every M minutes (0: none) forever.
     keep_checkpoints: int = 5
     keep_checkpoint_every_minutes: float = 0.0
-    log_every: int = 100
+    # deterministic: deterministic ops, so that a resumed run equals an unbroken one.
     seed: int = 0
     deterministic: bool = False
     eval_batches: int = 0  # 0: the whole dev split

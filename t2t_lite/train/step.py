@@ -15,7 +15,11 @@ The step all-reduces the gradients itself so that the non-finite check, the grad
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import NamedTuple
+
 import keras
+import numpy as np
 import tensorflow as tf
 
 from t2t_lite.hparams import HParams
@@ -25,18 +29,47 @@ from t2t_lite.train.schedules import create_optimizer
 from t2t_lite.vocabulary import PAD_ID
 
 SUM = tf.distribute.ReduceOp.SUM
-# Per-replica statistics of a batch, stacked in this order into one float32 vector.
-STATS = ("smoothed_sum", "nll_sum", "target_tokens", "source_tokens", "correct_tokens")
 
 
-def batch_stats(logits: tf.Tensor, batch: dict[str, tf.Tensor], label_smoothing: float):
-    """Sums over a batch's non-padding target tokens, as a [len(STATS)] float32 vector."""
+class BatchStats(NamedTuple):
+    """Sums over a batch's non-padding target tokens (and its source tokens): float32 scalar
+    tensors per batch, Python floats once `sum_stats` has added them up."""
+
+    smoothed_sum: tf.Tensor  # label-smoothed cross-entropy, what training minimizes
+    nll_sum: tf.Tensor  # negative log-likelihood
+    target_tokens: tf.Tensor
+    source_tokens: tf.Tensor
+    correct_tokens: tf.Tensor  # argmax == target
+
+    def vector(self) -> tf.Tensor:
+        """The fields stacked in order into one [5] float32 vector, so that an all-reduce or an
+        accumulator handles all of them in one op."""
+        return tf.stack(list(self))
+
+    @classmethod
+    def from_vector(cls, vector: tf.Tensor) -> BatchStats:
+        """The inverse of `vector`."""
+        return cls(*tf.unstack(vector, num=len(cls._fields)))
+
+
+def batch_stats(
+    logits: tf.Tensor, batch: dict[str, tf.Tensor], label_smoothing: float
+) -> BatchStats:
+    """The statistics of one batch from the model's logits [batch, target, vocab]."""
     smoothed, nll, tokens = label_smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
     weights = tf.cast(tf.not_equal(batch["targets"], PAD_ID), tf.float32)
     predicted = tf.argmax(logits, axis=-1, output_type=batch["targets"].dtype)
     correct = tf.reduce_sum(tf.cast(tf.equal(predicted, batch["targets"]), tf.float32) * weights)
     source = tf.reduce_sum(tf.cast(tf.not_equal(batch["inputs"], PAD_ID), tf.float32))
-    return tf.stack([smoothed, nll, tokens, source, correct])
+    return BatchStats(smoothed, nll, tokens, source, correct)
+
+
+def sum_stats(batches: Iterable[BatchStats]) -> BatchStats:
+    """Adds up the statistics of many batches in float64; the fields are Python floats."""
+    totals = np.zeros(len(BatchStats._fields), np.float64)
+    for stats in batches:
+        totals += stats.vector().numpy()
+    return BatchStats(*(float(total) for total in totals))
 
 
 class Trainer:
@@ -46,7 +79,7 @@ class Trainer:
     and returns replica 0's copy of the all-reduced results: loss (mean smoothed token loss),
     nll, target/source token counts, grad_norm, learning_rate, finite (loss and gradient),
     applied (whether the update was made) and loss_scale.
-    `eval_step(batch)` returns the STATS vector summed over replicas.
+    `eval_step(batch)` returns the batch's BatchStats summed over replicas.
     """
 
     def __init__(
@@ -92,7 +125,7 @@ class Trainer:
             )
 
         grads = [local(v.shape, f"accum_{i}") for i, v in enumerate(self.model.trainable_variables)]
-        return {"grads": grads, "stats": local([len(STATS)], "accum_stats")}
+        return {"grads": grads, "stats": local([len(BatchStats._fields)], "accum_stats")}
 
     def checkpoint(self) -> tf.train.Checkpoint:
         """What a training checkpoint holds; decode and export read the "model" key."""
@@ -101,7 +134,7 @@ class Trainer:
     # --- per replica --------------------------------------------------------------------------
 
     def _loss_and_grads(self, batch):
-        """Gradients of the batch's smoothed loss SUM ([var shapes], float32) and its STATS.
+        """Gradients of the batch's smoothed loss SUM ([var shapes], float32) and its BatchStats.
 
         The loss is differentiated as a per-token mean (then multiplied back by the token count)
         so that float16 gradients stay in range whatever the batch size.
@@ -109,11 +142,11 @@ class Trainer:
         with tf.GradientTape() as tape:
             logits = self.model(batch, training=True)
             stats = batch_stats(logits, batch, self.hparams.label_smoothing)
-            loss = stats[0] / tf.maximum(stats[2], 1.0)
+            loss = stats.smoothed_sum / tf.maximum(stats.target_tokens, 1.0)
             if self.loss_scaled:
                 loss = self.optimizer.scale_loss(loss)
         grads = tape.gradient(loss, self.model.trainable_variables)
-        return [tf.convert_to_tensor(g) * stats[2] for g in grads], stats
+        return [tf.convert_to_tensor(g) * stats.target_tokens for g in grads], stats
 
     def _single_step(self, batch):
         grads, stats = self._grads(batch)
@@ -123,25 +156,26 @@ class Trainer:
         grads, stats = self._grads(batch)
         for accumulator, grad in zip(self._accumulators["grads"], grads, strict=True):
             accumulator.assign_add(grad)
-        self._accumulators["stats"].assign_add(stats)
+        self._accumulators["stats"].assign_add(stats.vector())
 
     def _apply_accumulated(self):
         grads = [a.read_value() for a in self._accumulators["grads"]]
         stats = self._accumulators["stats"].read_value()
         with tf.control_dependencies(grads + [stats]):
-            result = self._reduce_and_apply(grads, stats)
+            result = self._reduce_and_apply(grads, BatchStats.from_vector(stats))
         for accumulator in self._accumulators["grads"] + [self._accumulators["stats"]]:
             accumulator.assign(tf.zeros_like(accumulator))
         return result
 
-    def _reduce_and_apply(self, grads, stats):
+    def _reduce_and_apply(self, grads, stats: BatchStats):
         context = tf.distribute.get_replica_context()
-        grads, stats = context.all_reduce(SUM, [grads, stats])
-        tokens = tf.maximum(stats[2], 1.0)
+        grads, summed = context.all_reduce(SUM, [grads, stats.vector()])
+        stats = BatchStats.from_vector(summed)
+        tokens = tf.maximum(stats.target_tokens, 1.0)
         grads = [g / tokens for g in grads]
         scale = self.optimizer.dynamic_scale if self.loss_scaled else tf.constant(1.0)
         grad_norm = tf.linalg.global_norm(grads) / scale
-        loss = stats[0] / tokens
+        loss = stats.smoothed_sum / tokens
         finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(grad_norm))
         if self.loss_scaled:
             # The LossScaleOptimizer skips non-finite gradients itself and lowers the scale.
@@ -151,9 +185,9 @@ class Trainer:
             applied = self._apply_if(finite, grads)
         return {
             "loss": loss,
-            "nll": stats[1] / tokens,
-            "target_tokens": stats[2],
-            "source_tokens": stats[3],
+            "nll": stats.nll_sum / tokens,
+            "target_tokens": stats.target_tokens,
+            "source_tokens": stats.source_tokens,
             "grad_norm": grad_norm,
             "finite": finite,
             "applied": applied,
@@ -205,10 +239,10 @@ class Trainer:
         rate = self.inner_optimizer.learning_rate
         return tf.convert_to_tensor(rate, tf.float32)
 
-    def _eval_step(self, batch):
+    def _eval_step(self, batch) -> BatchStats:
         def replica_fn(batch):
             logits = self.model(batch, training=False)
-            return batch_stats(logits, batch, self.hparams.label_smoothing)
+            return batch_stats(logits, batch, self.hparams.label_smoothing).vector()
 
         per_replica = self.strategy.run(replica_fn, args=(batch,))
-        return self.strategy.reduce(SUM, per_replica, axis=None)
+        return BatchStats.from_vector(self.strategy.reduce(SUM, per_replica, axis=None))

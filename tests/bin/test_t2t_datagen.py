@@ -23,7 +23,8 @@ def test_datagen_writes_and_reports(tmp_path):
     result = _datagen(
         "--problem=algorithmic_copy",
         f"--data_dir={data_dir}",
-        "--problem_options=train_size=300,dev_size=20,test_size=10",
+        "--train_size=300",  # a flag made from the problem's default_options
+        "--problem_options=dev_size=20,test_size=10",
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {

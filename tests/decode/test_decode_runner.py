@@ -16,12 +16,11 @@ from t2t_lite.data import load_tokenizer
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.runner import (
     DecodeConfig,
-    SearchOptions,
     read_input,
     run_decode,
     token_batches,
 )
-from t2t_lite.problems import DecodeDefaults
+from t2t_lite.hparams import SearchSettings
 from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 
 WORDS = [str(i) for i in range(10)]  # algorithmic_copy's vocabulary: ids 3..12
@@ -170,9 +169,21 @@ def test_cli_reads_stdin_writes_stdout(run_dir):
     assert "sentences/s" in done.stderr
 
 
-def test_search_options_fall_back_to_problem_defaults():
-    defaults = DecodeDefaults(beam_size=1, alpha=0.0, extra_length=5)
-    options = SearchOptions.resolve(defaults, beam_size=3, alpha=None, extra_length=None, nbest=2)
-    assert options == SearchOptions(beam_size=3, alpha=0.0, extra_length=5, nbest=2)
+def test_search_settings_fall_back_to_problem_defaults():
+    defaults = SearchSettings(beam_size=1, alpha=0.0, extra_length=5)
+    settings = defaults.override(beam_size=3, alpha=None, extra_length=None, nbest=2)
+    assert settings == SearchSettings(beam_size=3, alpha=0.0, extra_length=5, nbest=2)
+    settings.check(max_positions=16)
     with pytest.raises(ValueError, match="--nbest=2 must be in"):
-        SearchOptions.resolve(defaults, nbest=2)
+        defaults.override(nbest=2).check()
+    with pytest.raises(ValueError, match="unknown search settings \\['beam'\\]"):
+        defaults.override(beam=2)
+    with pytest.raises(ValueError, match="--max_input_length must be in \\[1, 16\\]"):
+        defaults.override(max_input_length=17).check(max_positions=16)
+
+
+def test_problem_other_than_the_runs_is_refused(run_dir):
+    output_dir, _, _ = run_dir
+    config = DecodeConfig(str(output_dir), problem="algorithmic_reverse")
+    with pytest.raises(ValueError, match="--problem=algorithmic_reverse, but the run in .* was "):
+        run_decode(config)

@@ -11,8 +11,9 @@ import tensorflow as tf
 from decoding_helpers import tiny_model
 
 from t2t_lite.data import load_tokenizer
-from t2t_lite.decode.runner import SearchOptions, Translator
+from t2t_lite.decode.runner import Translator
 from t2t_lite.decode.visualize import sentence_attention, write_pictures
+from t2t_lite.hparams import SearchSettings
 from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 
 from numpy_reference import softmax
@@ -49,7 +50,7 @@ def test_pictures_and_page(tmp_path):
     data_dir.mkdir()
     (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>"] + WORDS))
     model = tiny_model(13, seed=5)
-    translator = Translator(model, load_tokenizer(str(data_dir)), SearchOptions(beam_size=2))
+    translator = Translator(model, load_tokenizer(str(data_dir)), SearchSettings(beam_size=2))
     attention = sentence_attention(translator, "3 1 4 1 5")
     assert attention["source"] == ["3", "1", "4", "1", "5", "</s>"]
     paths = write_pictures(attention, str(tmp_path / "pictures"))

@@ -1,8 +1,12 @@
+import warnings
+
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from t2t_lite.hparams import get_hparams
+from t2t_lite.model.layers import attention_mask, padding_mask
 from t2t_lite.model.transformer import Transformer
 
 INPUTS = np.array([[5, 6, 7, 8, 1, 0], [9, 10, 1, 0, 0, 0]], np.int32)
@@ -110,3 +114,54 @@ def test_output_vocab_size_keeps_the_first_logits():
     np.testing.assert_allclose(logits, expected[:, 0], rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="output_vocab_size=21"):
         Transformer(full.hparams, vocab_size=20, output_vocab_size=21)
+
+
+def test_int8_quantization_reaches_every_projection():
+    """Keras' `Model.quantize` swaps the kernels of the Dense / EinsumDense sub-layers; the model
+    uses them (the attention calls its projection layers), so its logits move, a little."""
+    model = _model()
+    features = {"inputs": INPUTS, "targets": TARGETS}
+    full = model(features).numpy()
+    with warnings.catch_warnings():  # the layers without a quantized form say so
+        warnings.simplefilter("ignore")
+        model.quantize("int8")
+    int8 = [w.path for w in model.weights if w.dtype == "int8"]
+    # Per encoder layer 4 attention + 2 feed-forward kernels, per decoder layer 8 + 2.
+    assert len(int8) == 2 * 6 + 2 * 10, int8
+    quantized = model(features).numpy()
+    error = np.abs(quantized - full).max() / np.abs(full).max()
+    assert 0 < error < 0.1
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_attention_maps_come_with_the_stacks_own_outputs(norm_position):
+    """Encoder and Decoder `attention_maps` return what their call returns (final pre-norm
+    LayerNorm included) beside one [batch, heads, query, key] map per layer."""
+    model = _model(norm_position=norm_position)
+    maps = model.attention_maps(INPUTS, TARGETS)
+    batch, source, target = INPUTS.shape[0], INPUTS.shape[1], TARGETS.shape[1]
+    heads, layers = model.hparams.num_heads, model.hparams.num_encoder_layers
+    assert [np.shape(m) for m in maps["encoder"]] == [(batch, heads, source, source)] * layers
+    assert [np.shape(m) for m in maps["decoder_cross"]] == [(batch, heads, target, source)] * 2
+    self_maps = np.stack(maps["decoder_self"])  # --> [layers, batch, heads, target, target]
+    np.testing.assert_array_equal(np.triu(self_maps, k=1), 0.0)  # causal
+    x = model.positions(model.embedding(INPUTS))
+    mask = attention_mask(source, padding_mask(INPUTS))
+    memory, _ = model.encoder.attention_maps(x, mask)
+    np.testing.assert_allclose(memory, model.encoder(x, attention_mask=mask), atol=1e-6)
+    y = model.positions(model.embedding(np.pad(TARGETS, [[0, 0], [1, 0]])[:, :-1]))
+    self_mask = attention_mask(target, tf.ones_like(TARGETS, tf.bool), causal=True)
+    cross_mask = attention_mask(target, padding_mask(INPUTS))
+    output, _, _ = model.decoder.attention_maps(y, memory, self_mask, cross_mask)
+    expected = model.decoder(y, memory, self_mask, cross_mask)
+    np.testing.assert_allclose(output, expected, atol=1e-6)
+
+
+def test_keras_file_round_trip(tmp_path):
+    """Registered layers and a flat config let Keras' own `.keras` format rebuild the model."""
+    model = _model(norm_position="pre", shared_embeddings=False)
+    features = {"inputs": INPUTS, "targets": TARGETS}
+    model.save(tmp_path / "model.keras")
+    loaded = keras.models.load_model(tmp_path / "model.keras")
+    assert type(loaded) is Transformer and loaded.hparams == model.hparams
+    np.testing.assert_array_equal(loaded(features), model(features))

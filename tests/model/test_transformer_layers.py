@@ -63,13 +63,11 @@ def test_encoder_layer_matches_numpy(norm_position):
 def test_padded_positions_never_change_real_outputs(norm_position):
     encoder = Encoder(
         2,
-        dict(
-            KWARGS,
-            attention_dropout=0.0,
-            relu_dropout=0.0,
-            norm_position=norm_position,
-            layer_norm_epsilon=1e-6,
-        ),
+        **KWARGS,
+        attention_dropout=0.0,
+        relu_dropout=0.0,
+        norm_position=norm_position,
+        layer_norm_epsilon=1e-6,
     )
     encoder.build((None, None, 8))
     rng = np.random.default_rng(1)

@@ -83,7 +83,9 @@ def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
         "beam_size": 21,
         "alpha": 0.3,
         "extra_length": 300,
+        "nbest": 1,
         "constrained": True,
+        "max_input_length": 0,
     }
     assert metadata["vocab"]["type"] == "words"
     # The model outputs only the reserved ids and the training trees' tags and brackets, which
@@ -276,7 +278,7 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     import tensorflow as tf
     from decoding_helpers import tiny_model
 
-    from t2t_lite.decode.runner import DecodeConfig, load_translator
+    from t2t_lite.decode.runner import DecodeConfig, Translator
     from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 
     data_dir, output_dir = tmp_path / "data", tmp_path / "run"
@@ -293,8 +295,9 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     lines = ["John has a dog .", "", "dog", "John has John has John has ."]
     problem = get_problem("parsing_trees")
     # The problem's default, constrained search: trees that need no repair.
-    translator = load_translator(DecodeConfig(str(output_dir), beam_size=2, extra_length=8))
-    assert translator.options.constrained
+    config = DecodeConfig(str(output_dir), beam_size=2, extra_length=8)
+    translator = Translator.from_run(config.restore())
+    assert translator.settings.constrained
     translator.postprocess = lambda source, output: output
     for line, found in zip(lines, translator.translate(lines, ["in.txt"] * 4), strict=True):
         if line:
@@ -303,7 +306,7 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
             assert sum(not t.startswith(("(", ")")) for t in tokens) == len(line.split())
     # Unconstrained: garbage, repaired.
     config = DecodeConfig(str(output_dir), beam_size=2, extra_length=8, constrained=False)
-    translator = load_translator(config)  # what run_decode uses
+    translator = Translator.from_run(config.restore())  # what run_decode uses
     assert translator.postprocess.__func__ is type(problem).postprocess
     out = [h[0].text if h else "" for h in translator.translate(lines, ["in.txt"] * 4)]
     assert out[1] == ""

@@ -5,7 +5,14 @@ import textwrap
 import pytest
 
 from t2t_lite.hparams import get_hparams
-from t2t_lite.problems import PROBLEMS, Problem, get_problem, import_usr_dir, register_problem
+from t2t_lite.problems import (
+    PROBLEMS,
+    Problem,
+    describe_options,
+    get_problem,
+    import_usr_dir,
+    register_problem,
+)
 
 
 def test_builtin_problems_and_their_defaults():
@@ -32,6 +39,27 @@ def test_decorator_forms_and_duplicates():
         register_problem("my_test_only_problem")(type("Other", (Problem,), {}))
     with pytest.raises(TypeError, match="expects a Problem subclass"):
         register_problem("not_a_problem")(int)
+
+
+def test_describe_options_names_the_problems_of_each_option():
+    @register_problem("options_test_base")
+    class Base(Problem):
+        default_options = {"corpus_dir": "", "size_limit": 5}
+        option_help = {"corpus_dir": "Folder of the corpus."}
+
+    @register_problem("options_test_child")
+    class Child(Base):  # inherits the help; adds an option without one
+        default_options = {**Base.default_options, "lowercase": False}
+
+    described = describe_options()
+    both = "[options_test_base, options_test_child]"
+    assert described["corpus_dir"] == f"Folder of the corpus. {both}"
+    assert described["size_limit"] == f"Problem option size_limit (default 5). {both}"
+    child = "[options_test_child]"
+    assert described["lowercase"] == f"Problem option lowercase (default False). {child}"
+    # A shared option that problems describe differently gets each description.
+    assert "[translate_ende_lohelp, translate_enfr_lohelp]" in described["raw_dir"]
+    assert "[wmt14_ende, wmt14_enfr]" in described["raw_dir"]
 
 
 def test_usr_dir_registers_a_custom_text_pair_problem(tmp_path):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t_lite.decode.run import build_model, restore_model
 from t2t_lite.hparams import get_hparams
 from t2t_lite.runtime.checkpoints import (
     CheckpointError,
@@ -22,7 +23,7 @@ from t2t_lite.runtime.checkpoints import (
     list_checkpoints,
     select_for_averaging,
 )
-from t2t_lite.runtime.run_info import RunInfo, build_model, restore_model
+from t2t_lite.runtime.run_info import RunInfo
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = get_hparams("transformer_tiny", "num_encoder_layers=1,num_decoder_layers=1,d_ff=64")

@@ -23,11 +23,12 @@ import tensorflow as tf
 from rest_stand_in import StandIn, saved_model_signatures
 
 from t2t_lite.data import load_tokenizer
+from t2t_lite.decode.run import Run, restore_model
 from t2t_lite.decode.runner import DecodeConfig, run_decode
-from t2t_lite.hparams import get_hparams
+from t2t_lite.hparams import SearchSettings, get_hparams
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.problems import get_problem
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo, restore_model
+from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 from t2t_lite.serve import export
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -184,6 +185,7 @@ def test_export_layout_and_settings(run):
         "extra_length": 10,
         "max_input_length": MAX_POSITIONS,  # default: the model's positions, as in t2t-decode
         "nbest": 2,
+        "constrained": False,
     }
     assert info["checkpoint"].endswith("ckpt-1") and info["problem"] == "text2text"
     # The SentencePiece model is inside the graph: the data_dir is not needed to serve.
@@ -193,15 +195,16 @@ def test_export_layout_and_settings(run):
         assert vocab in f.read()
 
 
-def test_load_serving_defaults_and_errors(run):
-    functions, info = export.load_serving(run["output_dir"])
+def test_serving_defaults_and_errors(run):
+    restored = Run.restore(run["output_dir"])
+    functions = export.ServingFunctions.from_run(restored)
     # text2text's decode defaults, as t2t-decode takes them; nbest defaults to the beam.
-    assert functions.settings == export.ServingSettings(4, 0.6, 50, MAX_POSITIONS, 4)
-    assert info["data_dir"] == run["data_dir"]
-    with pytest.raises(ValueError, match=r"--nbest must be in \[1, --beam_size=2\], got 3"):
-        export.load_serving(run["output_dir"], beam_size=2, nbest=3)
+    assert functions.settings == SearchSettings(4, 0.6, 50, 4, False, MAX_POSITIONS)
+    assert restored.data_dir == run["data_dir"] and functions.constraint is None
+    with pytest.raises(ValueError, match=r"--nbest=3 must be in \[1, --beam_size=2\]"):
+        export.ServingFunctions.from_run(Run.restore(run["output_dir"], search={"beam_size": 2}), 3)
     with pytest.raises(FileNotFoundError, match="hparams.json does not exist"):
-        export.load_serving(run["data_dir"])
+        Run.restore(run["data_dir"])
 
 
 def test_fresh_process_translates_as_t2t_decode(run, background, decoded):
@@ -391,9 +394,9 @@ def test_version_folders_appear_whole_or_not_at_all(tmp_path):
 
 
 def test_settings_are_checked():
-    with pytest.raises(ValueError, match=r"--nbest must be in \[1, --beam_size=2\], got 3"):
-        export.ServingSettings(beam_size=2, nbest=3).check(40)
+    with pytest.raises(ValueError, match=r"--nbest=3 must be in \[1, --beam_size=2\]"):
+        SearchSettings(beam_size=2, nbest=3).check(40)
     with pytest.raises(ValueError, match=r"--max_input_length must be in \[1, 40\]"):
-        export.ServingSettings(max_input_length=41).check(40)
+        SearchSettings(max_input_length=41).check(40)
     with pytest.raises(ValueError, match="--extra_length must be >= 0"):
-        export.ServingSettings(extra_length=-1).check(40)
+        SearchSettings(extra_length=-1).check(40)

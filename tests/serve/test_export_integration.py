@@ -51,7 +51,7 @@ def test_train_export_serve(tmp_path, capsys):
         "t2t_train",
         *problem,
         "--hparams_set=transformer_tiny",
-        "--hparams=warmup_steps=60,learning_rate=0.6,batch_size=2048",
+        "--hparams=warmup_steps=60,learning_rate=0.4,batch_size=2048",
         f"--output_dir={output_dir}",
         "--train_steps=300",
         "--eval_every=300",

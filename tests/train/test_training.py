@@ -22,10 +22,10 @@ FAST = "num_encoder_layers=1,num_decoder_layers=1,label_smoothing=0.0"
 
 def test_tiny_model_learns_reverse(tmp_path):
     from t2t_lite import problems
+    from t2t_lite.decode.run import restore_model
     from t2t_lite.hparams import get_hparams
-    from t2t_lite.runtime import run_info
     from t2t_lite.train import loop as training
-    from t2t_lite.train.step import batch_stats
+    from t2t_lite.train.step import batch_stats, sum_stats
 
     data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
     problem = problems.get_problem("algorithmic_reverse")
@@ -40,16 +40,15 @@ def test_tiny_model_learns_reverse(tmp_path):
     assert metrics["dev_accuracy"] > 0.99, metrics
     assert np.isclose(metrics["dev_perplexity"], np.exp(metrics["dev_loss"]))
     # decode/export read the run back: hparams.json, the final checkpoint, the best one.
-    model, info, path = run_info.restore_model(out)
+    model, info, path = restore_model(out)
     assert path.endswith("ckpt-250") and info.problem == "algorithmic_reverse"
     assert info.vocab_size == problem.tokenizer(data_dir).vocab_size
-    best, _, _ = run_info.restore_model(out, os.path.join(out, "best"))
-    totals = np.zeros(5)
+    best, _, _ = restore_model(out, os.path.join(out, "best"))
     dev = problem.make_dataset(data_dir, "dev", hparams, shuffle=False, repeat=False)
-    for batch in dev:
-        totals += batch_stats(best(batch, training=False), batch, 0.0).numpy()
-    assert totals[2] == metrics["dev_tokens"]
-    assert totals[4] / totals[2] == pytest.approx(metrics["dev_accuracy"], abs=1e-6)
+    totals = sum_stats(batch_stats(best(batch, training=False), batch, 0.0) for batch in dev)
+    assert totals.target_tokens == metrics["dev_tokens"]
+    accuracy = totals.correct_tokens / totals.target_tokens
+    assert accuracy == pytest.approx(metrics["dev_accuracy"], abs=1e-6)
     assert glob.glob(os.path.join(out, "summaries", "train", "events.*"))
     assert glob.glob(os.path.join(out, "summaries", "dev", "events.*"))
 

@@ -6,11 +6,12 @@ import keras
 import tensorflow as tf
 
 
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class MultiHeadAttention(keras.layers.Layer):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i.
 
     Projections have no bias, as in tensor2tensor. `key_dim` (d_k) may differ from `value_dim`
-    (d_v), as Table 3 row (B) needs.
+    (d_v), as Table 3 row (B) needs; either defaults to d_model // num_heads, the paper's.
 
     Call modes:
       * `layer(query, memory=None, attention_mask=m)`: full attention; `memory=None` is
@@ -29,60 +30,57 @@ class MultiHeadAttention(keras.layers.Layer):
         self,
         d_model: int,
         num_heads: int,
-        key_dim: int,
-        value_dim: int,
+        key_dim: int | None = None,
+        value_dim: int | None = None,
         attention_dropout: float = 0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.d_model = d_model
         self.num_heads = num_heads
-        self.key_dim = key_dim
-        self.value_dim = value_dim
+        self.key_dim = key_dim or d_model // num_heads
+        self.value_dim = value_dim or d_model // num_heads
         self.attention_dropout = attention_dropout
 
     def build(self, query_shape=None):
-        def projection(name, heads_dim):
-            layer = keras.layers.EinsumDense(
-                "btd,dhk->bthk",
-                output_shape=(None, self.num_heads, heads_dim),
-                name=name,
-                dtype=self.dtype_policy,
-            )
-            layer.build((None, None, self.d_model))
-            return layer
-
-        self.query_dense = projection("query", self.key_dim)
-        self.key_dense = projection("key", self.key_dim)
-        self.value_dense = projection("value", self.value_dim)
+        # Each projection is an EinsumDense applied to the 2-D view [positions, d_model] of its
+        # input: one 2-D matmul, forward and backward. On the 3-D input ("btd,dhk->bthk") it was
+        # a batched matmul broadcasting the kernel, whose gradient built [batch, d_model, h * d]
+        # and summed it over the batch (bench/NOTES.md). The kernels keep their [d_model, h, d]
+        # and [h, d_v, d_model] shapes and attribute names, so checkpoints (Adam's slots
+        # included) are unchanged; being Keras layers, `Model.quantize` can reach them.
+        self.query_dense = self._projection("query", self.key_dim)
+        self.key_dense = self._projection("key", self.key_dim)
+        self.value_dense = self._projection("value", self.value_dim)
         self.output_dense = keras.layers.EinsumDense(
-            "bthv,hvd->btd",
-            output_shape=(None, self.d_model),
-            name="output",
-            dtype=self.dtype_policy,
+            "ahv,hvd->ad", output_shape=(self.d_model,), name="output", dtype=self.dtype_policy
         )
-        self.output_dense.build((None, None, self.num_heads, self.value_dim))
+        self.output_dense.build((None, self.num_heads, self.value_dim))
         self.dropout = keras.layers.Dropout(self.attention_dropout, dtype=self.dtype_policy)
         self.built = True
 
-    def _project(self, x: tf.Tensor, layer: keras.layers.EinsumDense) -> tf.Tensor:
-        """x [batch, length, d_model] times `layer`'s kernel [d_model, h, d] --> [b, length, h, d].
+    def _projection(self, name: str, width: int) -> keras.layers.EinsumDense:
+        """[positions, d_model] --> [positions, h, width], kernel [d_model, h, width]."""
+        layer = keras.layers.EinsumDense(
+            "ad,dhk->ahk",
+            output_shape=(self.num_heads, width),
+            name=name,
+            dtype=self.dtype_policy,
+        )
+        layer.build((None, self.d_model))
+        return layer
 
-        One 2-D product over all positions. EinsumDense's own call multiplies the 3-D input by the
-        kernel as a batched matmul that broadcasts the kernel, whose gradient builds a
-        [batch, d_model, h * d] tensor and sums it over the batch (bench/NOTES.md).
-        """
-        kernel = tf.cast(layer.kernel, self.compute_dtype)
-        flat = tf.matmul(tf.reshape(x, [-1, self.d_model]), tf.reshape(kernel, [self.d_model, -1]))
-        shape = tf.concat([tf.shape(x)[:-1], [self.num_heads, kernel.shape[-1]]], axis=0)
-        return tf.reshape(flat, shape)
+    def _project(self, x: tf.Tensor, layer: keras.layers.EinsumDense) -> tf.Tensor:
+        """x [batch, length, d_model] --> [batch, length, h, d] through `layer` on the 2-D view."""
+        heads = layer(tf.reshape(x, [-1, self.d_model]))  # --> [batch * length, h, d]
+        shape = tf.concat([tf.shape(x)[:-1], [self.num_heads, heads.shape[-1]]], axis=0)
+        return tf.reshape(heads, shape)
 
     def _project_output(self, context: tf.Tensor) -> tf.Tensor:
-        """context [batch, length, h, d_v] times W^O [h, d_v, d_model] --> [b, length, d_model]."""
-        kernel = tf.cast(self.output_dense.kernel, self.compute_dtype)
-        width = self.num_heads * self.value_dim
-        flat = tf.matmul(tf.reshape(context, [-1, width]), tf.reshape(kernel, [width, -1]))
-        return tf.reshape(flat, tf.concat([tf.shape(context)[:-2], [self.d_model]], axis=0))
+        """context [batch, length, h, d_v] --> [batch, length, d_model] through W^O."""
+        flat = tf.reshape(context, [-1, self.num_heads, self.value_dim])
+        output = self.output_dense(flat)  # --> [batch * length, d_model]
+        return tf.reshape(output, tf.concat([tf.shape(context)[:-2], [self.d_model]], axis=0))
 
     def project_memory(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
         """[batch, length, d_model] --> keys [b, length, h, d_k] and values [b, length, h, d_v]."""

@@ -11,6 +11,7 @@ import tensorflow as tf
 from t2t_lite.vocabulary import PAD_ID
 
 
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class SharedEmbedding(keras.layers.Layer):
     """One [vocab_size, d_model] matrix for embedding lookup and the pre-softmax projection.
 
@@ -75,6 +76,7 @@ def sinusoid_table(length: int, d_model: int, interleaved: bool = True) -> np.nd
     return np.pad(table, [[0, 0], [0, d_model % 2]])
 
 
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class PositionalEncoding(keras.layers.Layer):
     """Adds position information to [batch, length, d_model] inputs.
 

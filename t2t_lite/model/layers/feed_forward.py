@@ -5,6 +5,7 @@ from __future__ import annotations
 import keras
 
 
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class FeedForward(keras.layers.Layer):
     """[batch, length, d_model] --> [batch, length, d_model] through a ReLU layer of width d_ff.
 

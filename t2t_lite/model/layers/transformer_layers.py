@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import keras
 import tensorflow as tf
 
-from t2t_lite.hparams import HParams
 from t2t_lite.model.layers.attention import MultiHeadAttention
 from t2t_lite.model.layers.feed_forward import FeedForward
+
+NORM_POSITIONS = ("post", "pre")
 
 
 def _residual(x, sublayer: Callable, norm, dropout, norm_position: str, training):
@@ -19,16 +21,21 @@ def _residual(x, sublayer: Callable, norm, dropout, norm_position: str, training
     return x + dropout(sublayer(norm(x)), training=training)
 
 
-class _TransformerLayer(keras.layers.Layer):
-    """Shared construction of the sub-layers common to encoder and decoder layers."""
+class _BlockArguments(keras.layers.Layer):
+    """The constructor arguments that layers and stacks share, stored as attributes and listed
+    flat in `get_config`. `key_dim` / `value_dim` (d_k, d_v) default to d_model // num_heads.
+
+    `dropout` is the residual dropout (section 5.4, P_drop); `attention_dropout` drops attention
+    weights and `relu_dropout` the feed-forward's hidden activations (tensor2tensor's).
+    """
 
     def __init__(
         self,
         d_model: int,
         num_heads: int,
         d_ff: int,
-        key_dim: int,
-        value_dim: int,
+        key_dim: int | None = None,
+        value_dim: int | None = None,
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         relu_dropout: float = 0.0,
@@ -37,18 +44,53 @@ class _TransformerLayer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if norm_position not in NORM_POSITIONS:
+            raise ValueError(
+                f"norm_position must be one of {NORM_POSITIONS}, not {norm_position!r}"
+            )
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_ff = d_ff
-        self.key_dim = key_dim
-        self.value_dim = value_dim
+        self.key_dim = key_dim or d_model // num_heads
+        self.value_dim = value_dim or d_model // num_heads
+        # Stored as `dropout_rate` (`_ATTRIBUTES`): `self.dropout` is the layers' Dropout sub-layer.
         self.dropout_rate = dropout
         self.attention_dropout = attention_dropout
         self.relu_dropout = relu_dropout
         self.norm_position = norm_position
         self.layer_norm_epsilon = layer_norm_epsilon
 
-    def _attention(self, name):
+    def block_arguments(self) -> dict:
+        """The shared constructor arguments (`BLOCK_ARGUMENTS`), as plain values."""
+        return {name: getattr(self, _ATTRIBUTES.get(name, name)) for name in BLOCK_ARGUMENTS}
+
+    def _norm(self, name: str) -> keras.layers.LayerNormalization:
+        layer = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, name=name, dtype=self.dtype_policy
+        )
+        layer.build((None, None, self.d_model))
+        return layer
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(self.block_arguments())
+        return config
+
+
+# The names of the shared constructor arguments, in order: `_BlockArguments.__init__`'s own, so the
+# list is written once. Each is kept in the attribute of the same name but those in `_ATTRIBUTES`.
+BLOCK_ARGUMENTS = tuple(
+    name
+    for name, parameter in inspect.signature(_BlockArguments.__init__).parameters.items()
+    if name != "self" and parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+)
+_ATTRIBUTES = {"dropout": "dropout_rate"}
+
+
+class _TransformerLayer(_BlockArguments):
+    """Shared construction of the sub-layers common to encoder and decoder layers."""
+
+    def _attention(self, name: str) -> MultiHeadAttention:
         layer = MultiHeadAttention(
             self.d_model,
             self.num_heads,
@@ -57,13 +99,6 @@ class _TransformerLayer(keras.layers.Layer):
             self.attention_dropout,
             name=name,
             dtype=self.dtype_policy,
-        )
-        layer.build((None, None, self.d_model))
-        return layer
-
-    def _norm(self, name):
-        layer = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, name=name, dtype=self.dtype_policy
         )
         layer.build((None, None, self.d_model))
         return layer
@@ -77,7 +112,7 @@ class _TransformerLayer(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
 
     def _weights_of(self, attention, norm, x, memory, attention_mask):
-        """The attention weights a sub-layer computes for its input x."""
+        """The attention weights [batch, heads, query, key] a sub-layer computes for input x."""
         query = x if self.norm_position == "post" else norm(x)
         if memory is None:
             return attention.attention_weights(query, attention_mask=attention_mask)
@@ -93,23 +128,8 @@ class _TransformerLayer(keras.layers.Layer):
             training,
         )
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            d_ff=self.d_ff,
-            key_dim=self.key_dim,
-            value_dim=self.value_dim,
-            dropout=self.dropout_rate,
-            attention_dropout=self.attention_dropout,
-            relu_dropout=self.relu_dropout,
-            norm_position=self.norm_position,
-            layer_norm_epsilon=self.layer_norm_epsilon,
-        )
-        return config
 
-
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class EncoderLayer(_TransformerLayer):
     """Self-attention then feed-forward; [batch, length, d_model] in and out."""
 
@@ -139,6 +159,7 @@ class EncoderLayer(_TransformerLayer):
         return self(x, attention_mask=attention_mask), weights
 
 
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class DecoderLayer(_TransformerLayer):
     """Masked self-attention, encoder-decoder attention, feed-forward."""
 
@@ -150,22 +171,13 @@ class DecoderLayer(_TransformerLayer):
         self._build_common()
         self.built = True
 
-    def call(
-        self,
-        x,
-        memory=None,
-        self_mask=None,
-        cross_mask=None,
-        cache=None,
-        decode_index=None,
-        training=None,
-    ):
+    def call(self, x, memory=None, self_mask=None, cross_mask=None, cache=None, training=None):
         """x: [batch, target, d_model]; memory: [batch, source, d_model] encoder output.
 
-        With `cache` and `decode_index`, x is one position per row and the layer returns
-        (output, new self-attention cache). The cache is {"self": `empty_cache`, "cross":
-        `project_memory_heads(memory)`}; the cross part may have fewer rows (one per sentence,
-        shared by its beams) and never changes.
+        With `cache`, x is the next position of each row and the layer returns (output, new
+        self-attention cache). The cache is {"self": the keys and values of the positions before
+        x (`empty_cache` before the first), "cross": `project_memory_heads(memory)`}; the cross
+        part may have fewer rows (one per sentence, shared by its beams) and never changes.
         """
         new_cache = None
 
@@ -173,8 +185,10 @@ class DecoderLayer(_TransformerLayer):
             nonlocal new_cache
             if cache is None:
                 return self.self_attention(y, attention_mask=self_mask, training=training)
+            # x stands after the cached positions: its index is their number (axis 2).
+            position = tf.shape(cache["self"]["key"])[2]
             out, new_cache = self.self_attention(
-                y, attention_mask=self_mask, cache=cache["self"], decode_index=decode_index
+                y, attention_mask=self_mask, cache=cache["self"], decode_index=position
             )
             return out
 
@@ -212,52 +226,31 @@ class DecoderLayer(_TransformerLayer):
         return self(x, memory, self_mask, cross_mask), self_weights, cross_weights
 
 
-def _layer_kwargs(hparams: HParams) -> dict:
-    return dict(
-        d_model=hparams.d_model,
-        num_heads=hparams.num_heads,
-        d_ff=hparams.d_ff,
-        key_dim=hparams.key_dim,
-        value_dim=hparams.value_dim,
-        dropout=hparams.dropout,
-        attention_dropout=hparams.attention_dropout,
-        relu_dropout=hparams.relu_dropout,
-        norm_position=hparams.norm_position,
-        layer_norm_epsilon=hparams.layer_norm_epsilon,
-    )
-
-
-class _Stack(keras.layers.Layer):
-    """N layers; with pre-norm a final LayerNorm, since no sub-layer normalizes the output."""
+class _Stack(_BlockArguments):
+    """`num_layers` layers built from the shared arguments; with pre-norm a final LayerNorm,
+    since no sub-layer normalizes the output."""
 
     layer_class: type = EncoderLayer
 
-    def __init__(self, num_layers: int, layer_kwargs: dict, **kwargs):
-        super().__init__(**kwargs)
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, **kwargs):
+        super().__init__(d_model, num_heads, d_ff, **kwargs)
         self.num_layers = num_layers
-        self.layer_kwargs = dict(layer_kwargs)
 
     def build(self, input_shape=None):
         # Each layer is an attribute of its own (layer_0, layer_1, ...): tf.train.Checkpoint does
         # not follow the lists Keras 3 tracks, so weights kept only in a list would not be saved.
         for i in range(self.num_layers):
             layer = self.layer_class(
-                **self.layer_kwargs, name=f"layer_{i}", dtype=self.dtype_policy
+                **self.block_arguments(), name=f"layer_{i}", dtype=self.dtype_policy
             )
-            layer.build((None, None, self.layer_kwargs["d_model"]))
+            layer.build((None, None, self.d_model))
             setattr(self, f"layer_{i}", layer)
-        self.final_norm = None
-        if self.layer_kwargs["norm_position"] == "pre":
-            self.final_norm = keras.layers.LayerNormalization(
-                epsilon=self.layer_kwargs["layer_norm_epsilon"],
-                name="final_norm",
-                dtype=self.dtype_policy,
-            )
-            self.final_norm.build((None, None, self.layer_kwargs["d_model"]))
+        self.final_norm = self._norm("final_norm") if self.norm_position == "pre" else None
         self.built = True
 
     @property
     def blocks(self) -> list:
+        """The layers, first to last."""
         return [getattr(self, f"layer_{i}") for i in range(self.num_layers)]
 
     def _finish(self, x):
@@ -265,14 +258,11 @@ class _Stack(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(num_layers=self.num_layers, layer_kwargs=self.layer_kwargs)
+        config.update(num_layers=self.num_layers)
         return config
 
-    @classmethod
-    def from_hparams(cls, hparams: HParams, num_layers: int, **kwargs):
-        return cls(num_layers, _layer_kwargs(hparams), **kwargs)
 
-
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class Encoder(_Stack):
     """[batch, source, d_model] embeddings --> [batch, source, d_model] memory."""
 
@@ -283,39 +273,47 @@ class Encoder(_Stack):
             x = layer(x, attention_mask=attention_mask, training=training)
         return self._finish(x)
 
+    def attention_maps(self, x, attention_mask=None) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        """(memory [batch, source, d_model], per layer the self-attention weights [batch, heads,
+        source, source]), without dropout, for visualization."""
+        maps = []
+        for layer in self.blocks:
+            x, weights = layer.attention_maps(x, attention_mask)
+            maps.append(weights)
+        return self._finish(x), maps
 
+
+@keras.saving.register_keras_serializable(package="t2t_lite")
 class Decoder(_Stack):
     """[batch, target, d_model] embeddings and memory --> [batch, target, d_model]."""
 
     layer_class = DecoderLayer
 
-    def call(
-        self,
-        x,
-        memory=None,
-        self_mask=None,
-        cross_mask=None,
-        cache=None,
-        decode_index=None,
-        training=None,
-    ):
-        new_cache = []
-        for i, layer in enumerate(self.blocks):
-            if cache is None:
+    def call(self, x, memory=None, self_mask=None, cross_mask=None, cache=None, training=None):
+        """`DecoderLayer.call`'s arguments, with `cache` a list of one layer cache per layer; with
+        it, returns (output, the new caches)."""
+        if cache is None:
+            for layer in self.blocks:
                 x = layer(x, memory, self_mask, cross_mask, training=training)
-            else:
-                x, layer_cache = layer(
-                    x,
-                    None,
-                    self_mask,
-                    cross_mask,
-                    cache=cache[i],
-                    decode_index=decode_index,
-                    training=training,
-                )
-                new_cache.append(layer_cache)
-        x = self._finish(x)
-        return x if cache is None else (x, new_cache)
+            return self._finish(x)
+        new_cache = []
+        for layer, layer_cache in zip(self.blocks, cache, strict=True):
+            x, layer_cache = layer(x, None, self_mask, cross_mask, layer_cache, training=training)
+            new_cache.append(layer_cache)
+        return self._finish(x), new_cache
+
+    def attention_maps(
+        self, x, memory, self_mask=None, cross_mask=None
+    ) -> tuple[tf.Tensor, list[tf.Tensor], list[tf.Tensor]]:
+        """(output [batch, target, d_model], per layer the self-attention weights [batch, heads,
+        target, target], per layer the encoder-decoder weights [batch, heads, target, source]),
+        without dropout, for visualization."""
+        self_maps, cross_maps = [], []
+        for layer in self.blocks:
+            x, self_weights, cross_weights = layer.attention_maps(x, memory, self_mask, cross_mask)
+            self_maps.append(self_weights)
+            cross_maps.append(cross_weights)
+        return self._finish(x), self_maps, cross_maps
 
     def init_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int) -> list[dict]:
         """Per layer: empty self-attention keys/values [batch, heads, 0, d] (they grow)."""

@@ -1,0 +1,38 @@
+"""The search flags that t2t-decode, t2t-export and t2t-visualize share.
+
+Each flag is a `SearchSettings` field; left unset, it takes the problem's `decode_defaults` in
+`Run.restore`. Defining them once keeps the three commands' names, bounds and help alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from absl import flags
+
+SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained")
+
+
+def define_search_flags() -> None:
+    """Defines --beam_size, --alpha, --extra_length and --constrained (default: the problem's)."""
+    flags.DEFINE_integer("beam_size", None, "Beam width (default: the problem's).", lower_bound=1)
+    flags.DEFINE_float(
+        "alpha", None, "Length-penalty exponent (default: the problem's).", lower_bound=0.0
+    )
+    flags.DEFINE_integer(
+        "extra_length",
+        None,
+        "Max output length = input length + this (default: the problem's).",
+        lower_bound=0,
+    )
+    flags.DEFINE_boolean(
+        "constrained",
+        None,
+        "Search only outputs the problem's constraint allows, e.g. well-formed trees over the "
+        "sentence's words for parsing (default: the problem's; --noconstrained turns it off).",
+    )
+
+
+def search_overrides(values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
+    """The search flags' values, None where unset, for `Run.restore(search=...)`."""
+    return {name: values[name].value for name in SEARCH_FLAGS}
