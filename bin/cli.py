@@ -1,19 +1,92 @@
-"""What the t2t-* commands share: absl's app.run around a main that reads flags only."""
+"""What the t2t-* commands share: absl's app.run around a main that reads flags only.
+
+`--help` lists the command's own flags (absl's console-script entry points otherwise list none),
+and a user's mistake (a bad flag value, a missing file or run, a malformed input line) ends with
+one line `t2t-decode: error: <message>` and exit status 2. Tracebacks are for bugs, or shown for
+every error with --verbose.
+"""
 
 from __future__ import annotations
 
+import sys
+import traceback
 from collections.abc import Callable
 
-from absl import app
+from absl import app, flags
+
+flags.DEFINE_boolean("verbose", False, "Show tracebacks and TensorFlow's own log lines.")
+
+# What a user can cause and fix: wrong values, missing or unreadable files, unknown names.
+USER_ERRORS = (ValueError, OSError, KeyError, app.UsageError)
+
+
+def command_name(module_name: str) -> str:
+    """t2t_lite.bin.t2t_avg_checkpoints --> t2t-avg-checkpoints."""
+    return module_name.rsplit(".", 1)[-1].replace("_", "-")
+
+
+def _adopt_help(module_name: str) -> None:
+    """Lists the command module's flags (and those it adopted) under `--help`, and its
+    docstring as the usage text, whatever name the command was started by."""
+    values = flags.FLAGS
+    for flag in values.get_key_flags_for_module(module_name):
+        values.register_key_flag_for_module(sys.argv[0], flag)
+    values.register_key_flag_for_module(sys.argv[0], values["verbose"])
+    main = sys.modules.get("__main__")
+    if main is not None and not main.__doc__:
+        main.__doc__ = sys.modules[module_name].__doc__
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, KeyError) and error.args:
+        return str(error.args[0])  # str(KeyError) adds quotes
+    if isinstance(error, OSError) and error.filename and str(error.filename) not in str(error):
+        return f"{error.filename}: {error.strerror or error}"
+    return str(error)
 
 
 def run(main: Callable[[], None]) -> None:
     """Parses the flags, then calls `main()`. The commands take no positional arguments, so one
     (often a flag missing its `--`) is a usage error rather than silently ignored."""
+    module = main.__module__
+    if module == "__main__":  # python -m t2t_lite.bin.t2t_decode
+        module = getattr(sys.modules["__main__"].__spec__, "name", module)
+    name = command_name(module)
+    _adopt_help(module)
 
     def main_with_argv(argv: list[str]) -> None:
         if len(argv) > 1:
-            raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-        main()
+            fail(name, f"unexpected arguments: {argv[1:]}")
+        try:
+            main()
+        except USER_ERRORS as error:
+            if flags.FLAGS.verbose:
+                traceback.print_exc()
+            fail(name, _message(error))
 
-    app.run(main_with_argv)
+    app.run(main_with_argv, flags_parser=_flags_parser(name))
+
+
+def fail(name: str, message: str) -> None:
+    """Prints `name: error: message` on stderr and exits with status 2."""
+    sys.stderr.write(f"{name}: error: {message}\n")
+    sys.stderr.flush()
+    sys.exit(2)
+
+
+def _flags_parser(name: str) -> Callable[[list[str]], list[str]]:
+    """absl's flag parsing, with a bad value or an unknown flag as one line (exit status 2) and
+    --help ending with status 0."""
+
+    def parse(argv: list[str]) -> list[str]:
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as error:
+            fail(name, str(error))
+        except SystemExit as stop:  # absl's --help and --helpfull print, then exit with 1
+            if stop.code == 1 and any(arg.startswith(("--help", "-h", "-?")) for arg in argv):
+                sys.exit(0)
+            raise
+        return []
+
+    return parse

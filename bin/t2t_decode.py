@@ -4,6 +4,7 @@
     echo "Hello world." | t2t-decode --output_dir=runs/ende --beam_size=4 --alpha=0.6
     t2t-decode --output_dir=runs/ende                     # interactive prompt on a terminal
     t2t-decode --output_dir=runs/ende --decode_from_file=src.en --score_file=ref.de  # log-probs
+    t2t-decode --output_dir=runs/ende --checkpoint=runs/ende,runs/ende2 < in.en  # an ensemble
 
 Reads the run's hparams.json and vocabulary, so decoding never disagrees with training. N lines
 in give N lines out (an empty line gives an empty line; nbest > 1 writes Moses n-best lines).
@@ -22,8 +23,12 @@ flags.DEFINE_string("output_dir", None, "The training run's directory.", require
 flags.DEFINE_string(
     "checkpoint",
     None,
-    "Checkpoint path or folder (default: newest of "
-    "output_dir/averaged and output_dir/checkpoints).",
+    "Checkpoint path or folder (default: newest of output_dir/averaged and "
+    "output_dir/checkpoints). Several, comma-separated (paths, folders or run folders of one "
+    "vocabulary): an ensemble averaging their probabilities at each step.",
+)
+flags.DEFINE_list(
+    "ensemble_weights", None, "One weight per --checkpoint of an ensemble (default: equal)."
 )
 flags.DEFINE_string("problem", None, "Problem (default: the run's).")
 flags.DEFINE_string("data_dir", None, "Folder holding the vocabulary (default: the run's).")

@@ -8,6 +8,7 @@ Restores the run as t2t-decode does and searches as it does (the problem's decod
 and postprocessing included), so the export answers what t2t-decode writes. Writes
 export_dir/<version>/ (by default one more than the largest version there); the folder appears
 whole or not at all. Inspect it with `python -m t2t_lite.bin.saved_model_cli show --all --dir ...`.
+--format=ctranslate2 writes a CTranslate2 model folder there instead (docs/serving.md).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ flags.DEFINE_integer(
     "default: the model's max_positions.",
 )
 flags.DEFINE_integer("nbest", None, "Hypotheses of the nbest signature; default: beam.")
+flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"], "What to write.")
+flags.DEFINE_string("ct2_quantization", "float32", "CTranslate2's weights: int8, int16, ...")
 
 
 def main() -> None:
@@ -54,10 +57,17 @@ def main() -> None:
             import_usr_dir(FLAGS.usr_dir)
         search = {**search_flags.search_overrides(), "max_input_length": FLAGS.max_input_length}
         run = Run.restore(FLAGS.output_dir, FLAGS.checkpoint, FLAGS.data_dir, search=search)
-        path, info = export.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.nbest)
+        if FLAGS.format == "ctranslate2":
+            from t2t_lite.serve import ctranslate2_export as ct2
+
+            path, info = ct2.export_run(
+                run, FLAGS.export_dir, FLAGS.version, FLAGS.ct2_quantization
+            )
+        else:
+            path, info = export.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.nbest)
     except (OSError, ValueError, KeyError) as error:
         sys.exit(f"t2t-export: {error}")
-    print(json.dumps({"saved_model": path, **info["settings"]}))
+    print(json.dumps({FLAGS.format: path, **info["settings"]}))
 
 
 def run() -> None:

@@ -1,16 +1,16 @@
-"""t2t-query: translate lines with a model served by TF Serving (REST predict API).
+"""t2t-query: translate lines with a model served by TF Serving (REST or gRPC predict API).
 
   echo "Ein kleiner Test." | t2t-query --server=localhost:8501 --model=ende
-  t2t-query --model=ende --input_file=newstest2014.de > out.en
+  t2t-query --model=ende --input_file=newstest2014.de --output_file=out.en
+  t2t-query --model=ende --protocol=grpc --server=localhost:8500 --input_file=in.de
   t2t-query --model=ende --signature_name=nbest --input_file=in.de   # index ||| text ||| score
 
-N lines in give N lines out (n-best: n lines per input, in t2t-decode's Moses format).
-Inputs that the server truncated are reported on stderr. gRPC is not supported.
+N lines in give N lines out (n-best: n lines per input, in t2t-decode's Moses format), or an
+error: an answer with a line break or with another count is refused, naming the input line.
+--output_file is written whole or not at all. Inputs the server truncated go to stderr.
 """
 
 from __future__ import annotations
-
-import sys
 
 from absl import flags
 
@@ -18,37 +18,35 @@ from t2t_lite.bin import cli
 from t2t_lite.serve import query
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("server", query.DEFAULT_SERVER, "TF Serving's REST address.")
+flags.DEFINE_enum("protocol", "rest", ["rest", "grpc"], "TF Serving's REST or gRPC API.")
+flags.DEFINE_string(
+    "server", None, "host:port; default localhost:8501 (REST), localhost:8500 (gRPC)."
+)
 flags.DEFINE_string("model", None, "Served model name (MODEL_NAME).", required=True)
 flags.DEFINE_integer("version", None, "Model version; default: the newest served.")
 flags.DEFINE_string("signature_name", None, "Signature: serving_default (default) or nbest.")
 flags.DEFINE_string("input_file", "-", "UTF-8 lines to translate; - is stdin.")
+flags.DEFINE_string("output_file", None, "Written whole or not at all; default: stdout.")
 flags.DEFINE_integer("batch_size", 32, "Lines per request.", lower_bound=1)
 flags.DEFINE_enum(
-    "request_format", "instances", query.REQUEST_FORMATS, "Row (instances) or column (inputs)."
+    "request_format", "instances", query.REQUEST_FORMATS, "REST: row (instances) or column."
 )
-flags.DEFINE_float("timeout", 60.0, "Seconds to wait for each answer.")
+flags.DEFINE_float("timeout", 60.0, "Seconds to wait for each answer (gRPC: the deadline).")
+flags.DEFINE_integer("retries", 3, "gRPC: retries of an UNAVAILABLE call, waits doubling.")
 
 
 def main() -> None:
-    try:
-        url = query.predict_url(FLAGS.server, FLAGS.model, FLAGS.version)
-        if FLAGS.input_file == "-":
-            stream, name = sys.stdin.buffer, "<stdin>"
-        else:
-            stream, name = open(FLAGS.input_file, "rb"), FLAGS.input_file  # noqa: SIM115
-        with stream:
-            rows = query.query_lines(
-                query.read_lines(stream, name),
-                url,
-                batch_size=FLAGS.batch_size,
-                signature_name=FLAGS.signature_name,
-                request_format=FLAGS.request_format,
-                timeout=FLAGS.timeout,
-            )
-            query.write_rows(rows)
-    except (OSError, ValueError, query.ServingError) as error:
-        sys.exit(f"t2t-query: {error}")
+    predict = query.make_predictor(
+        FLAGS.protocol,
+        FLAGS.server,
+        FLAGS.model,
+        FLAGS.version,
+        FLAGS.signature_name,
+        FLAGS.request_format,
+        FLAGS.timeout,
+        FLAGS.retries,
+    )
+    query.query_file(FLAGS.input_file, predict, FLAGS.output_file, FLAGS.batch_size)
 
 
 def run() -> None:

@@ -37,6 +37,8 @@ flags.DEFINE_enum("best_metric", "dev_loss", list(METRIC_DIRECTIONS), "Keeps out
 flags.DEFINE_integer("early_stopping", 0, "Stop after N evaluations without a better best_metric.")
 flags.DEFINE_integer("bleu_examples", 0, "sacreBLEU of greedy decoding on N dev examples.")
 flags.DEFINE_float("train_minutes", 0.0, "Stop (evaluate, save) after M minutes; rerun resumes.")
+flags.DEFINE_string("init_from", "", "Fine-tune: start from this run's (checkpoint's) weights.")
+flags.DEFINE_boolean("init_optimizer", False, "With --init_from: its optimizer and step too.")
 
 
 def main() -> None:
@@ -52,11 +54,8 @@ def main() -> None:
         raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
     values = {name: FLAGS[name].value for name in training.TrainConfig.__dataclass_fields__}
     values["train_steps"] = FLAGS.train_steps or hparams.train_steps  # every field is a flag
-    try:
-        config = training.TrainConfig(**values)
-        problem = problems.get_problem(FLAGS.problem)
-    except (KeyError, ValueError) as e:
-        raise app.UsageError(str(e)) from None
+    config = training.TrainConfig(**values)
+    problem = problems.get_problem(FLAGS.problem)
     try:
         training.train(problem, config, hparams, FLAGS.hparams_set, strategy)
     except (training.NonFiniteError, training.CheckpointError, training.TrainingInterrupted,

@@ -25,6 +25,11 @@ class SearchSettings:
       trees over the sentence's words);
     max_input_length: longer inputs (tokens, EOS included) are truncated; 0 means the model's
       `max_positions`.
+    sampling: draw one hypothesis per input instead of beam search (`t2t-decode
+      --sampling=temperature:0.8,top_k:40,seed:1`), from softmax(log-probs / temperature) cut to
+      the top_k most likely tokens (0: all) and the nucleus of mass top_p; temperature 0 is
+      greedy search. The same seed gives the same samples for the same batch. An export's
+      `sample` signature uses temperature, top_k and top_p, with the seed as its input.
     """
 
     beam_size: int = 4
@@ -33,6 +38,11 @@ class SearchSettings:
     nbest: int = 1
     constrained: bool = False
     max_input_length: int = 0
+    sampling: bool = False
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
 
     def override(self, **given: Any) -> SearchSettings:
         """These settings with the given values that are not None; unknown names are an error
@@ -53,6 +63,7 @@ class SearchSettings:
             raise ValueError(f"--alpha must be >= 0, got {self.alpha}")
         if self.extra_length < 0:
             raise ValueError(f"--extra_length must be >= 0, got {self.extra_length}")
+        self._check_sampling()
         # Positions past max_positions have no encoding: a graph would fail at serving time.
         limit = max_positions or self.max_input_length
         if self.max_input_length < 0 or self.max_input_length > limit:
@@ -67,3 +78,32 @@ class SearchSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def _check_sampling(self) -> None:
+        if self.temperature < 0 or self.top_k < 0 or not 0.0 < self.top_p <= 1.0:
+            raise ValueError(
+                "--sampling needs temperature >= 0, top_k >= 0 and 0 < top_p <= 1; got "
+                f"temperature={self.temperature}, top_k={self.top_k}, top_p={self.top_p}"
+            )
+        if self.sampling and self.nbest != 1:
+            raise ValueError(f"--sampling draws one hypothesis per input; got --nbest={self.nbest}")
+
+
+SAMPLING_KEYS = {"temperature": float, "top_k": int, "top_p": float, "seed": int}
+
+
+def parse_sampling(text: str) -> dict[str, Any]:
+    """`temperature:0.8,top_k:40,seed:1` --> SearchSettings fields, `sampling` True; an empty
+    string is sampling with the defaults (temperature 1). Names the bad part."""
+    values: dict[str, Any] = {"sampling": True}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition(":")
+        if not sep or key.strip() not in SAMPLING_KEYS:
+            raise ValueError(
+                f"--sampling: {part!r} is not name:value with a name in {sorted(SAMPLING_KEYS)}"
+            )
+        try:
+            values[key.strip()] = SAMPLING_KEYS[key.strip()](value)
+        except ValueError:
+            raise ValueError(f"--sampling: {key.strip()} must be a number, got {value!r}") from None
+    return values

@@ -15,10 +15,10 @@ from t2t_lite.problems.base import (
     Problem,
     describe_options,
     get_problem,
-    import_usr_dir,
     read_metadata,
     register_problem,
 )
+from t2t_lite.problems.usr_dir import import_usr_dir
 
 __all__ = [
     "METRICS",

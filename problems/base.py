@@ -1,4 +1,4 @@
-"""The `Problem` base class, the problem registry and the `--usr_dir` import helper.
+"""The `Problem` base class and the problem registry (`--usr_dir` is in `usr_dir.py`).
 
 A problem is data: where its text comes from and how it is split (`text_pairs`), which
 vocabulary it trains (type and size), its metric and its decode defaults. `generate_data` turns
@@ -11,20 +11,27 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import json
 import os
 import re
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite.data import Tokenizer, build_vocab, load_tokenizer, pipeline, shards, vocab_path
+from t2t_lite.data import (
+    Tokenizer,
+    adopt_sentencepiece,
+    build_vocab,
+    load_tokenizer,
+    pipeline,
+    shards,
+    vocab_path,
+)
 from t2t_lite.hparams import HParams, SearchSettings
 from t2t_lite.hparams.hparams_base import parse_bool
+from t2t_lite.problems import inputs
 from t2t_lite.registry import Registry
 from t2t_lite.runtime import atomic_io
 
@@ -56,6 +63,10 @@ class Problem:
     # What each option means, one line of `t2t-datagen --help`; a subclass lists only the
     # options its bases do not describe. An option without a line is described by its default.
     option_help: ClassVar[dict[str, str]] = {}
+    # The options that name input files or folders, {option: "path" | "glob"}; None: by their
+    # names (`*_src`, `*_dir`, `*_trees`, ...; t2t_lite.problems.inputs). Datagen records their
+    # sizes and SHA-256 and refuses to finish or reuse a data_dir whose inputs changed.
+    input_options: ClassVar[dict[str, str] | None] = None
 
     def __init__(self) -> None:
         # What `prepare` may report about the raw data (e.g. pairs aligned, filtered); it goes
@@ -160,13 +171,14 @@ class Problem:
         options = self.resolve_options(options)
         state = {"problem": self.name, "options": _jsonable(options)}
         os.makedirs(data_dir, exist_ok=True)
-        self._check_state(data_dir, state)
+        self._check_state(data_dir, state, options)
         metadata_path = os.path.join(data_dir, METADATA)
         if os.path.isfile(metadata_path):
             logging.info("%s is complete (%s exists); nothing to do", data_dir, METADATA)
             return read_metadata(data_dir)
         atomic_io.remove_stale_temporaries(data_dir)
         self.prepare(data_dir, options)
+        state["inputs"] = inputs.fingerprint(options, self.input_options)  # once they are there
         atomic_io.write_json(os.path.join(data_dir, STATE), state)
         tokenizer = self._vocabulary(data_dir, options)
         metadata = {
@@ -197,6 +209,16 @@ class Problem:
         atomic_io.write_json(metadata_path, metadata)
         return metadata
 
+    def check_data_dir(self, data_dir: str, wanted_by: str = "--problem") -> None:
+        """Refuses a data_dir that datagen made for another problem (its metadata.json names
+        it); a folder without metadata.json (a bare vocabulary) is not checked."""
+        path = os.path.join(data_dir, METADATA)
+        if not os.path.isfile(path):
+            return
+        made_for = read_metadata(data_dir).get("problem")
+        if made_for and made_for != self.name:
+            raise ValueError(f"{wanted_by} is {self.name}, but {path} holds data for {made_for}")
+
     def tokenizer(self, data_dir: str) -> Tokenizer:
         """The in-graph tokenizer of the vocabulary datagen wrote into `data_dir`."""
         return load_tokenizer(data_dir)
@@ -222,17 +244,21 @@ class Problem:
 
     # --- internals ----------------------------------------------------------------------------
 
-    def _check_state(self, data_dir: str, state: dict) -> None:
+    def _check_state(self, data_dir: str, state: dict, options: dict[str, Any]) -> None:
+        """Refuses a data_dir written for another problem, other options or other input files."""
         path = os.path.join(data_dir, STATE)
         if os.path.isfile(path):
             with open(path) as f:
                 previous = json.load(f)
-            if previous != state:
+            if {key: previous.get(key) for key in state} != state:
                 raise ValueError(
                     f"{data_dir} holds data of {previous['problem']} with options "
                     f"{previous['options']}, not {state['problem']} with {state['options']}; "
                     "use another --data_dir"
                 )
+            if "inputs" in previous:  # (not recorded before 2026-11)
+                current = inputs.fingerprint(options, self.input_options)
+                inputs.check_unchanged(data_dir, previous["inputs"], current)
 
     def _vocabulary(self, data_dir: str, options: dict[str, Any]) -> Tokenizer:
         vocab_type, vocab_size = self.vocab_settings(options)
@@ -240,6 +266,11 @@ class Problem:
             raise ValueError(f"problem {self.name}: vocab_type {vocab_type!r} not in {VOCAB_TYPES}")
         if os.path.isfile(vocab_path(data_dir, vocab_type)):
             logging.info("%s: vocabulary exists, reusing it", self.name)
+        elif options.get("vocab_model"):
+            if vocab_type != "bpe":
+                raise ValueError("vocab_model is a SentencePiece model: needs vocab_type=bpe")
+            logging.info("%s: the vocabulary is %s", self.name, options["vocab_model"])
+            adopt_sentencepiece(os.path.expanduser(options["vocab_model"]), data_dir)
         else:
             logging.info("%s: training a %s vocabulary of %d", self.name, vocab_type, vocab_size)
             words = self.vocab_words(options)
@@ -344,26 +375,3 @@ def describe_options() -> dict[str, str]:
 def get_problem(name: str) -> Problem:
     """An instance of the registered problem `name` (KeyError with close names otherwise)."""
     return PROBLEMS.get(name)()
-
-
-def import_usr_dir(path: str) -> None:
-    """Imports the user's Python package or module at `path` so its problems register.
-
-    `path` is a folder with an `__init__.py` or a single `.py` file. Its import errors propagate.
-    """
-    path = os.path.abspath(os.path.expanduser(path.rstrip("/")))
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"--usr_dir {path} does not exist")
-    parent, module = os.path.split(path)
-    module = module.removesuffix(".py")
-    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__init__.py")):
-        raise ValueError(f"--usr_dir {path} is a folder without __init__.py")
-    if not module.isidentifier():
-        raise ValueError(f"--usr_dir {path}: {module!r} is not a valid Python module name")
-    if module in sys.modules:
-        return
-    sys.path.insert(0, parent)
-    try:
-        importlib.import_module(module)
-    finally:
-        sys.path.remove(parent)

@@ -161,6 +161,23 @@ def filtered_pairs(aligned: Iterator[tuple[str, str, str]]) -> tuple[list[tuple[
     return pairs, counts
 
 
+class HelpFetchError(OSError):
+    """The help packages could not be downloaded or unpacked."""
+
+
+def _run(command: list[str], cwd: str) -> subprocess.CompletedProcess:
+    """Runs a Debian tool; its absence (no apt-get or dpkg-deb here) is a `HelpFetchError` that
+    says what to do instead."""
+    try:
+        return subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise HelpFetchError(
+            f"{command[0]} is not available on this machine (it downloads the LibreOffice help "
+            f"packages); install the packages elsewhere and pass --help_dir with an unpacked "
+            f"{INSTALLED_HELP}"
+        ) from None
+
+
 def fetch_help(cache_dir: str, language_package: str) -> str:
     """Downloads and unpacks the English and `language_package` help .debs; returns the root."""
     os.makedirs(cache_dir, exist_ok=True)
@@ -174,20 +191,18 @@ def fetch_help(cache_dir: str, language_package: str) -> str:
         ]
         if not debs:
             logging.info("apt-get download %s into %s", package, cache_dir)
-            result = subprocess.run(
-                ["apt-get", "download", package], cwd=cache_dir, capture_output=True, text=True
-            )
+            result = _run(["apt-get", "download", package], cache_dir)
             debs = [n for n in os.listdir(cache_dir) if n.startswith(package + "_")]
             if result.returncode or not debs:
-                raise RuntimeError(
+                raise HelpFetchError(
                     f"apt-get download {package} failed ({result.stderr.strip()[-300:]}); "
                     f"install it, or pass --help_dir with an unpacked {INSTALLED_HELP}"
                 )
         deb = os.path.join(cache_dir, sorted(debs)[-1])
-        unpack = subprocess.run(["dpkg-deb", "-x", deb, root], capture_output=True, text=True)
+        unpack = _run(["dpkg-deb", "-x", deb, root], cache_dir)
         if unpack.returncode:
             os.remove(deb)  # most likely a truncated download; the next run fetches it again
-            raise RuntimeError(
+            raise HelpFetchError(
                 f"dpkg-deb -x {deb} failed ({unpack.stderr.strip()[-300:]}); "
                 "the file was removed, run datagen again"
             )

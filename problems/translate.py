@@ -40,6 +40,9 @@ class Wmt14Problem(Problem):
         "raw_dir": "Folder of local files {train,dev,test}.{en,de|fr} read instead of tfds.",
         "tfds_dir": "tensorflow-datasets data_dir for the WMT14 builders.",
     }
+    # tfds_dir is tensorflow-datasets' own store (versioned by tfds, and shared with other
+    # datasets), not an input datagen fingerprints.
+    input_options: ClassVar[dict[str, str] | None] = {"raw_dir": "path"}
 
     def _raw_files(self, raw_dir: str, split: str) -> tuple[str, str]:
         return tuple(  # type: ignore[return-value]
@@ -135,6 +138,7 @@ class Text2Text(Problem):
         **{f"{split}_{side}": "" for split in ("train", "dev", "test") for side in ("src", "tgt")},
         "vocab_type": "bpe",
         "vocab_size": 8000,
+        "vocab_model": "",
     }
     option_help: ClassVar[dict[str, str]] = {
         **{
@@ -143,6 +147,8 @@ class Text2Text(Problem):
             for side, kind in (("src", "source"), ("tgt", "target"))
         },
         "vocab_type": "Vocabulary type: bpe, wordpiece or words.",
+        "vocab_model": "An existing SentencePiece model (e.g. a parent run's data_dir/"
+        "vocab.bpe.model) used as the vocabulary instead of training one; for fine-tuning.",
         "vocab_size": "Vocabulary size, reserved ids included.",
     }
 

@@ -183,6 +183,10 @@ def summary(facts: dict) -> None:
         f"pictures {facts['pictures']}/index.html"
     )
     print(f"total time: {facts['total_minutes']:.1f} min")
+    print(
+        "\nTranslate and look at attention in a browser (then open http://127.0.0.1:8080/):\n"
+        f"  {shlex.join([os.path.join(BIN, 't2t-serve'), '--output_dir=' + facts['output_dir']])}"
+    )
 
 
 if __name__ == "__main__":

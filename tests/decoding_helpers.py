@@ -114,3 +114,36 @@ def random_inputs(batch: int, max_length: int, vocab_size: int, seed: int) -> np
         inputs[row, :n] = rng.integers(2, vocab_size, size=n)
         inputs[row, n] = 1
     return inputs
+
+
+def write_tiny_run(root, max_positions: int = 8, seed: int = 21):
+    """A training run's folder as decode and export read it, for algorithmic_copy (words 0..9):
+    root/data with the vocabulary, root/out with hparams.json and checkpoints/ckpt-1 of a random
+    tiny model. Returns (output_dir, model, data_dir)."""
+    from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+
+    data_dir, output_dir = root / "data", root / "out"
+    data_dir.mkdir()
+    words = ["<pad>", "<EOS>", "<unk>"] + [str(i) for i in range(10)]
+    (data_dir / "vocab.words.txt").write_text("\n".join(words))
+    model = tiny_model(13, seed=seed, overrides=f",max_positions={max_positions}")
+    info = RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model.hparams, 13)
+    info.save(str(output_dir))
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), max_to_keep=1
+    )
+    manager.save()
+    return output_dir, model, data_dir
+
+
+def add_truncated_newer_checkpoint(folder) -> str:
+    """Copies folder/ckpt-1 to ckpt-2 with half of its data file (a damaged newest checkpoint);
+    returns the path of that data file."""
+    import os
+
+    for name in os.listdir(folder):
+        if name.startswith("ckpt-1."):
+            data = (folder / name).read_bytes()
+            damaged = data[: len(data) // 2] if ".data-" in name else data
+            (folder / name.replace("ckpt-1.", "ckpt-2.")).write_bytes(damaged)
+    return str(folder / "ckpt-2.data-00000-of-00001")

@@ -16,6 +16,9 @@ class FakeReverse:
 
     name = "fake_reverse"
 
+    def check_data_dir(self, data_dir: str, wanted_by: str = "--problem") -> None:
+        """In-memory data: nothing to check."""
+
     def __init__(self, vocab_size: int = 12, max_symbols: int = 8, examples: int = 2000):
         self.vocab_size = vocab_size
         self.max_symbols = max_symbols

@@ -136,3 +136,24 @@ def _columns(body: dict, inputs: list[str], rows: bool) -> dict[str, list]:
     if len(inputs) != 1:
         raise ValueError(f"inputs without names, but the signature has inputs {inputs}")
     return {inputs[0]: given}
+
+
+def toy_reverse(columns: dict[str, list]) -> dict[str, list]:
+    """A toy serving_default for protocol tests: each input reversed, score -length,
+    truncated when longer than 10 characters."""
+    texts = columns["inputs"]
+    return {
+        "outputs": [t[::-1] for t in texts],
+        "scores": [-float(len(t)) for t in texts],
+        "truncated": [len(t) > 10 for t in texts],
+    }
+
+
+def toy_nbest(columns: dict[str, list]) -> dict[str, list]:
+    """A toy nbest signature: two hypotheses per input (reversed, upper case)."""
+    texts = columns["inputs"]
+    return {
+        "outputs": [[t[::-1], t.upper()] for t in texts],
+        "scores": [[-1.0, -2.5] for _ in texts],
+        "truncated": [False for _ in texts],
+    }

@@ -22,7 +22,7 @@ from t2t_lite.data.tokenizers import (
     trim_ids,
     vocab_path,
 )
-from t2t_lite.data.vocab_builders import build_vocab
+from t2t_lite.data.vocab_builders import adopt_sentencepiece, build_vocab
 
 __all__ = [
     "LineError",
@@ -34,6 +34,7 @@ __all__ = [
     "VOCAB_FILES",
     "WordPieceTokenizer",
     "WordTokenizer",
+    "adopt_sentencepiece",
     "build_vocab",
     "check_parallel",
     "count_lines",

@@ -37,12 +37,15 @@ def _stats_name(split: str, index: int) -> str:
 
 
 def serialize_example(inputs: list[int], targets: list[int]) -> bytes:
-    """Two id lists (EOS included) --> a serialized tf.train.Example."""
+    """Two id lists (EOS included) --> a serialized tf.train.Example, the same bytes in every
+    process: the feature map is written in key order (protobuf's own map order varies between
+    processes), so equal data gives byte-identical shards."""
     feature = {
         name: tf.train.Feature(int64_list=tf.train.Int64List(value=ids))
         for name, ids in zip(FEATURES, (inputs, targets), strict=True)
     }
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    example = tf.train.Example(features=tf.train.Features(feature=feature))
+    return example.SerializeToString(deterministic=True)
 
 
 def _encode_all(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:

@@ -117,6 +117,29 @@ def build_words(path: str, tokens: Sequence[str]) -> None:
     atomic_io.write_text(path, "".join(t + "\n" for t in (*RESERVED_TOKENS, *tokens)))
 
 
+def adopt_sentencepiece(model_path: str, data_dir: str) -> str:
+    """Copies an existing SentencePiece model into `data_dir` as its BPE vocabulary (to tokenize
+    a fine-tuning corpus with a parent run's vocabulary); returns the copy's path.
+
+    The model must reserve ids as t2t_lite does (pad 0, EOS 1, unk 2, no BOS); otherwise a
+    ValueError names the file and its ids.
+    """
+    try:
+        processor = sentencepiece.SentencePieceProcessor(model_file=model_path)
+    except (OSError, RuntimeError) as e:
+        raise ValueError(f"{model_path}: not a SentencePiece model ({e})") from None
+    ids = (processor.pad_id(), processor.eos_id(), processor.unk_id(), processor.bos_id())
+    if ids != (0, 1, UNK_ID, -1):
+        raise ValueError(
+            f"{model_path}: reserved ids pad/eos/unk/bos are {ids}; t2t_lite needs (0, 1, 2, -1) "
+            "(a model written by t2t-datagen has them)"
+        )
+    path = vocab_path(data_dir, "bpe")
+    with open(model_path, "rb") as f:
+        atomic_io.write_bytes(path, f.read())
+    return path
+
+
 def build_vocab(
     data_dir: str,
     vocab_type: str,

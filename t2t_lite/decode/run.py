@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import Tokenizer
+from t2t_lite.decode import ensemble
 from t2t_lite.decode.constraint import Constraint
 from t2t_lite.hparams import HParams, SearchSettings
 from t2t_lite.model import Transformer
 from t2t_lite.problems import Problem, get_problem
-from t2t_lite.runtime.run_info import RunInfo, resolve_checkpoint
+from t2t_lite.runtime.run_info import RunInfo, restore_checkpoint
 
 
 def build_model(info: RunInfo) -> Transformer:
@@ -34,13 +36,42 @@ def restore_model(
     output_dir: str, checkpoint: str | None = None
 ) -> tuple[Transformer, RunInfo, str]:
     """(model, run info, checkpoint path) with the weights of `checkpoint` (default: the newest
-    of output_dir/averaged and output_dir/checkpoints); the model part of `Run.restore`."""
+    readable of output_dir/averaged and output_dir/checkpoints, unreadable newer ones skipped
+    with a warning naming the file); the model part of `Run.restore`. A CheckpointError names
+    the file when nothing is readable, or when a given `checkpoint` is unreadable."""
     info = RunInfo.load(output_dir)
     model = build_model(info)
-    path = resolve_checkpoint(output_dir, checkpoint)
-    status = tf.train.Checkpoint(model=model).restore(path)
-    status.expect_partial().assert_existing_objects_matched()
+    path = restore_checkpoint(tf.train.Checkpoint(model=model), output_dir, checkpoint)
     return model, info, path
+
+
+def restore_models(
+    output_dir: str,
+    checkpoint: str | None = None,
+    data_dir: str | None = None,
+    weights: Sequence[float] | None = None,
+) -> tuple[Transformer | ensemble.Ensemble, RunInfo, str]:
+    """`restore_model`, or for several comma-separated checkpoints (`--checkpoint=A,B`) an
+    `Ensemble` of them (`weights`: --ensemble_weights): (model, the first member's run info,
+    the checkpoint paths joined by commas). Members of other runs must share the vocabulary;
+    `data_dir` stands in for a member run's own when that is gone."""
+    entries = ensemble.split_checkpoints(checkpoint)
+    if len(entries) <= 1:
+        if weights and len(weights) != 1:
+            raise ValueError(f"--ensemble_weights has {len(weights)} values for 1 checkpoint")
+        if entries:
+            return restore_model(*ensemble.member_location(output_dir, entries[0]))
+        return restore_model(output_dir)
+    restored, vocabularies = [], []
+    for entry in entries:
+        run_dir, path = ensemble.member_location(output_dir, entry)
+        model, info, path = restore_model(run_dir, path)
+        own = info.data_dir if os.path.isdir(info.data_dir) else data_dir or info.data_dir
+        vocabularies.append((run_dir, info, get_problem(info.problem).tokenizer(own).path))
+        restored.append((model, info, path))
+    ensemble.check_same_vocabulary(vocabularies)
+    models = ensemble.Ensemble([model for model, _, _ in restored], weights)
+    return models, restored[0][1], ",".join(path for _, _, path in restored)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +86,7 @@ class Run:
     output_dir: str
     info: RunInfo
     checkpoint: str
-    model: Transformer
+    model: Transformer | ensemble.Ensemble  # an Ensemble for several checkpoints
     problem: Problem
     data_dir: str
     tokenizer: Tokenizer
@@ -72,20 +103,26 @@ class Run:
         checkpoint: str | None = None,
         data_dir: str | None = None,
         search: Mapping[str, Any] | None = None,
+        ensemble_weights: Sequence[float] | None = None,
     ) -> Run:
         """Restores `output_dir` (written by t2t-train).
 
         Args:
-          checkpoint: a checkpoint path or folder; default the newest of averaged/ and
-            checkpoints/.
+          checkpoint: a checkpoint path or folder (its newest); default the newest readable of
+            averaged/ and checkpoints/ (damaged newer ones are skipped with a warning).
+            Several, comma-separated (checkpoint paths or folders, or run folders for their
+            newest), restore an `Ensemble` (t2t_lite.decode.ensemble) as
+            the model; `checkpoint` is then the paths joined by commas.
           data_dir: the folder with the vocabulary; default the one the run trained on.
           search: search settings to use instead of the problem's defaults (None values are
             ignored, so absl flags can be passed as they are).
+          ensemble_weights: one weight per checkpoint of an ensemble; default equal.
         """
-        model, info, path = restore_model(output_dir, checkpoint)
+        model, info, path = restore_models(output_dir, checkpoint, data_dir, ensemble_weights)
         logging.info("restored %s (problem %s, hparams %s)", path, info.problem, info.hparams_set)
         problem = get_problem(info.problem)
         data_dir = data_dir or info.data_dir
+        problem.check_data_dir(data_dir, wanted_by=f"the problem of the run in {output_dir}")
         tokenizer = problem.tokenizer(data_dir)
         if tokenizer.vocab_size != info.vocab_size:
             raise ValueError(

@@ -1,17 +1,16 @@
 """What `t2t-decode` does: restore a trained model, translate or score lines, write them in order.
 
 Lines are tokenized with the run's own vocabulary (`problem.tokenizer(data_dir)`), sorted by
-length, batched by source tokens, searched with `t2t_lite.decode.search.translate_ids` inside one
-`tf.function`, and written back in input order. N lines in give N lines out: an empty or
-whitespace-only line gives an empty line; a line longer than the model's positions is truncated
-with a warning. With `nbest > 1` each input line gives `nbest` lines in the Moses n-best format
-`index ||| hypothesis ||| score` (index counted from 0).
+length, batched by source tokens, searched inside one `tf.function` (beam search or sampling,
+`t2t_lite.decode.transformer_step.search_function`), and written back in input order. N lines
+in give N lines out: an empty or whitespace-only line gives an empty line; a line longer than
+the model's positions is truncated with a warning. With `nbest > 1` each input line gives
+`nbest` lines in the Moses n-best format `index ||| hypothesis ||| score` (index from 0).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -21,13 +20,15 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import iter_raw_lines
+from t2t_lite.decode.ensemble import parse_weights
 from t2t_lite.decode.run import Run
 from t2t_lite.decode.search import SearchResult
-from t2t_lite.decode.transformer_step import score_ids, translate_ids
+from t2t_lite.decode.transformer_step import score_ids, search_function
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.hparams.search_settings import parse_sampling
 from t2t_lite.runtime import atomic_io
 from t2t_lite.runtime.progress import DecodeProgress
-from t2t_lite.vocabulary import EOS_ID
+from t2t_lite.vocabulary import EOS_ID, UNK_ID
 
 STDIN = "<stdin>"
 
@@ -88,15 +89,7 @@ class Translator:
         self.batch_tokens = batch_tokens
         self.max_positions = settings.input_limit(model.hparams.max_positions)
         spec = tf.TensorSpec([None, None], tf.int32)
-        search = functools.partial(
-            translate_ids,
-            model,
-            beam_size=settings.beam_size,
-            alpha=settings.alpha,
-            extra_length=settings.extra_length,
-            nbest=settings.nbest,
-            constraint=constraint,
-        )
+        search = search_function(model, settings, constraint)
         self._search = tf.function(search, input_signature=[spec])
         self._score = tf.function(lambda x, y: score_ids(model, x, y), input_signature=[spec] * 2)
 
@@ -164,6 +157,7 @@ class Translator:
                 ]
             progress.update(len(rows), int((ids[:, 0] > 0).sum()))
         progress.finish()
+        report_unknown_pieces(sources, names)
         return results
 
     def score(
@@ -187,7 +181,27 @@ class Translator:
                 results[i] = float(value)
             progress.update(len(rows), int((expected > 0).sum()))
         progress.finish()
+        report_unknown_pieces(source_ids, source_names)
+        report_unknown_pieces(target_ids, target_names, "--score_file lines")
         return results
+
+
+def report_unknown_pieces(
+    encoded: Sequence[list[int] | None], names: Sequence[str], what: str = "inputs"
+) -> int:
+    """Warns `N inputs had unknown pieces` (pieces the vocabulary lacks, read as <unk>: the
+    model sees no word there), naming the first few lines; returns N."""
+    unknown = [name for ids, name in zip(encoded, names, strict=True) if ids and UNK_ID in ids]
+    if unknown:
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        logging.warning(
+            "%d %s had unknown pieces (not in the vocabulary, read as <unk>): %s%s",
+            len(unknown),
+            what if len(unknown) > 1 else what.removesuffix("s"),
+            ", ".join(unknown[:5]),
+            more,
+        )
+    return len(unknown)
 
 
 def format_translations(results: Sequence[list[Hypothesis]], nbest: int) -> Iterator[str]:
@@ -265,8 +279,11 @@ class DecodeConfig:
     alpha: float | None = None
     extra_length: int | None = None
     constrained: bool | None = None
+    sampling: str | None = None  # "temperature:0.8,top_k:40,seed:1"; None: beam search
     nbest: int = 1
     batch_tokens: int = 4096
+    # One weight per --checkpoint of an ensemble (numbers or their strings); None: equal.
+    ensemble_weights: Sequence[float | str] | None = None
 
     def restore(self) -> Run:
         """`Run.restore` with these flags; a --problem other than the run's is refused."""
@@ -274,7 +291,8 @@ class DecodeConfig:
             self.output_dir,
             self.checkpoint,
             self.data_dir,
-            search={name: getattr(self, name) for name in SEARCH_FLAGS},
+            search=self.search_overrides(),
+            ensemble_weights=parse_weights(self.ensemble_weights),
         )
         if self.problem and self.problem != run.problem.name:
             raise ValueError(
@@ -282,6 +300,13 @@ class DecodeConfig:
                 f"{run.problem.name}"
             )
         return run
+
+    def search_overrides(self) -> dict[str, Any]:
+        """The search settings these flags set (None: the problem's)."""
+        overrides = {name: getattr(self, name) for name in SEARCH_FLAGS}
+        if self.sampling is not None:
+            overrides.update(parse_sampling(self.sampling))
+        return overrides
 
 
 # The DecodeConfig fields that are search settings.
@@ -306,19 +331,33 @@ def interactive(translator: Translator) -> None:
 def run_decode(config: DecodeConfig) -> int:
     """Decodes (or scores) as `config` says; returns the number of lines written (or 0 after the
     interactive prompt)."""
+    # An input file is read and checked before the model loads (a bad one fails at once);
+    # stdin once the model is ready.
+    inputs = read_decode_inputs(config) if config.decode_from_file else None
     translator = Translator.from_run(config.restore(), config.batch_tokens)
     if not config.decode_from_file and not config.score_file and sys.stdin.isatty():
         interactive(translator)
         return 0
-    lines, names = read_input(config.decode_from_file)
-    if config.score_file:
-        targets, target_names = read_input(config.score_file, "--score_file")
-        if len(targets) != len(lines):
-            raise ValueError(
-                f"--score_file {config.score_file} has {len(targets)} lines but the input "
-                f"{config.decode_from_file or STDIN} has {len(lines)}"
-            )
+    lines, names, targets, target_names = inputs or read_decode_inputs(config)
+    if targets is not None:
         out = format_scores(translator.score(lines, targets, names, target_names))
     else:
         out = format_translations(translator.translate(lines, names), translator.settings.nbest)
     return write_lines(out, config.decode_to_file)
+
+
+def read_decode_inputs(
+    config: DecodeConfig,
+) -> tuple[list[str], list[str], list[str] | None, list[str] | None]:
+    """(lines, their names, --score_file lines or None, their names): every input read and
+    checked (encoding, line endings, equal line counts) before any model is loaded."""
+    lines, names = read_input(config.decode_from_file)
+    if not config.score_file:
+        return lines, names, None, None
+    targets, target_names = read_input(config.score_file, "--score_file")
+    if len(targets) != len(lines):
+        raise ValueError(
+            f"--score_file {config.score_file} has {len(targets)} lines but the input "
+            f"{config.decode_from_file or STDIN} has {len(lines)}"
+        )
+    return lines, names, targets, target_names

@@ -10,11 +10,14 @@ from typing import Any
 
 from absl import flags
 
+from t2t_lite.hparams.search_settings import parse_sampling
+
 SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained")
 
 
 def define_search_flags() -> None:
-    """Defines --beam_size, --alpha, --extra_length and --constrained (default: the problem's)."""
+    """Defines --beam_size, --alpha, --extra_length, --constrained (default: the problem's) and
+    --sampling."""
     flags.DEFINE_integer("beam_size", None, "Beam width (default: the problem's).", lower_bound=1)
     flags.DEFINE_float(
         "alpha", None, "Length-penalty exponent (default: the problem's).", lower_bound=0.0
@@ -31,8 +34,17 @@ def define_search_flags() -> None:
         "Search only outputs the problem's constraint allows, e.g. well-formed trees over the "
         "sentence's words for parsing (default: the problem's; --noconstrained turns it off).",
     )
+    flags.DEFINE_string(
+        "sampling",
+        None,
+        "Sample instead of beam search: comma-separated name:value of temperature (default 1; "
+        "0 is greedy), top_k (0: all), top_p (1: all) and seed, e.g. temperature:0.8,top_k:40.",
+    )
 
 
 def search_overrides(values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
     """The search flags' values, None where unset, for `Run.restore(search=...)`."""
-    return {name: values[name].value for name in SEARCH_FLAGS}
+    overrides = {name: values[name].value for name in SEARCH_FLAGS}
+    if values["sampling"].value is not None:
+        overrides.update(parse_sampling(values["sampling"].value))
+    return overrides

@@ -7,6 +7,8 @@ whole prefix at every step (the slow path it is tested against).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
@@ -19,6 +21,7 @@ from t2t_lite.decode.search import (
     sample_search,
     write_column,
 )
+from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.layers.masks import padding_mask
 
 
@@ -132,3 +135,16 @@ def score_ids(model, inputs: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
     token_lp = tf.gather(log_probs, targets, batch_dims=2)  # --> [batch, target]
     return tf.reduce_sum(tf.where(padding_mask(targets), token_lp, 0.0), axis=1)
+
+
+def search_function(
+    model, settings: SearchSettings, constraint: Constraint | None = None
+) -> Callable[[tf.Tensor], SearchResult]:
+    """The search `settings` ask for, as a function of source ids [batch, source]: beam search
+    (`translate_ids`), or sampling (`sample_ids`) when `settings.sampling`."""
+    shared = {"extra_length": settings.extra_length, "constraint": constraint}
+    if settings.sampling:
+        sampling = {k: getattr(settings, k) for k in ("temperature", "top_k", "top_p", "seed")}
+        return functools.partial(sample_ids, model, **sampling, **shared)
+    beam = {k: getattr(settings, k) for k in ("beam_size", "alpha", "nbest")}
+    return functools.partial(translate_ids, model, **beam, **shared)

@@ -1,19 +1,27 @@
 """Atomic file writes: write a temporary file in the same folder, then rename it into place.
 
 A reader never sees a half-written file, and an interrupted writer leaves only a `.tmp` file that
-the next run overwrites or removes.
+the next run overwrites or removes. Files get the permissions the process's umask gives a new
+file (0644 under umask 022), not `mkstemp`'s private 0600, so a team can share data and exports.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from typing import IO, Any
 
 TMP_SUFFIX = ".tmp"
+# When this run started, near enough (the first import of t2t_lite's runtime): temporary folders
+# older than this were left by an earlier, interrupted run.
+RUN_START = time.time()
 
 
 def temporary_path(path: str) -> str:
@@ -23,8 +31,16 @@ def temporary_path(path: str) -> str:
     fd, tmp = tempfile.mkstemp(
         dir=directory, prefix="." + os.path.basename(path) + "-", suffix=TMP_SUFFIX
     )
+    os.fchmod(fd, 0o666 & ~current_umask())
     os.close(fd)
     return tmp
+
+
+def current_umask() -> int:
+    """The process's umask (reading it means setting it, so it is set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def commit(tmp: str, path: str) -> None:
@@ -74,3 +90,38 @@ def remove_stale_temporaries(directory: str) -> int:
                 os.remove(os.path.join(directory, name))
                 removed += 1
     return removed
+
+
+def remove_stale_folders(directory: str, pattern: str, before: float | None = None) -> list[str]:
+    """Deletes the folders in `directory` matching the glob `pattern` whose newest entry is
+    older than `before` (default `RUN_START`): what a killed earlier run left, such as a
+    checkpoint's `ckpt-N_temp/` or an export's `.tmp-export-*`. Returns the paths removed."""
+    before = RUN_START if before is None else before
+    removed = []
+    for path in sorted(glob.glob(os.path.join(directory, pattern))):
+        if not os.path.isdir(path) or _newest_mtime(path) >= before:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _newest_mtime(folder: str) -> float:
+    """The latest modification time of `folder` and everything under it."""
+    newest = os.path.getmtime(folder)
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            try:
+                newest = max(newest, os.path.getmtime(os.path.join(root, name)))
+            except OSError:  # removed meanwhile
+                continue
+    return newest
+
+
+def file_sha256(path: str) -> str:
+    """The SHA-256 of a file's bytes, in hex, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

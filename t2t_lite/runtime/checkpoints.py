@@ -4,7 +4,10 @@ tf.train.CheckpointManager writes `ckpt-<step>.index` / `.data-*` and then rewri
 `checkpoint` state file atomically, so a kill during a save leaves the previous checkpoint usable.
 On resume the newest readable checkpoint wins; unreadable newer ones are skipped with a warning
 naming the file, and if checkpoints exist but none can be read, training stops with an error
-rather than restarting from step 0.
+rather than restarting from step 0. `restore_first_readable` is that fall-back, shared by training
+(`CheckpointKeeper.restore_latest`) and by decode and export (`run_info.restore_checkpoint`).
+A run whose checkpoints were all deleted is refused (`last_checkpoint.json` records the last
+save), and a save's `ckpt-N_temp/` folder left by a killed run is removed by the next.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -25,10 +29,12 @@ from t2t_lite.runtime import atomic_io
 STATE_FILE = "checkpoint"
 BEST_DIR = "best"
 BEST_INFO = "best.json"
+_CKPT_NAME = re.compile(r"(^|/)ckpt-\d+$")
 
 
-class CheckpointError(RuntimeError):
-    """A checkpoint could not be written or read; the message names the files."""
+class CheckpointError(OSError):
+    """A checkpoint could not be written or read; the message names the files. An OSError, so
+    that the commands report it as one line like any other unreadable file."""
 
 
 def checkpoint_step(path: str) -> int:
@@ -39,36 +45,111 @@ def checkpoint_step(path: str) -> int:
     return int(match.group(1))
 
 
-def list_checkpoints(directory: str) -> list[str]:
+def list_checkpoints(directory: str, strict: bool = True) -> list[str]:
     """Checkpoint prefixes in `directory`, oldest first: those the state file lists, and any
-    `ckpt-N.index` beside them (the state file may be lost or damaged)."""
-    prefixes = {p[: -len(".index")] for p in glob.glob(os.path.join(directory, "ckpt-*.index"))}
+    `ckpt-N.index` or `ckpt-N.data-*` beside them (the state file may be lost or damaged, and a
+    checkpoint may have lost its index). An unparsable state file is a CheckpointError naming
+    it, or with `strict=False` a warning (the files beside it are listed)."""
+    files = glob.glob(os.path.join(directory, "ckpt-*.index"))
+    files += glob.glob(os.path.join(directory, "ckpt-*.data-*"))
+    prefixes = {os.path.normpath(re.sub(r"\.(index|data-.*)$", "", f)) for f in files}
+    try:
+        prefixes.update(os.path.normpath(p) for p in _state_file_paths(directory))
+    except CheckpointError as e:
+        if strict:
+            raise
+        logging.warning("%s; using the ckpt-* files beside it", e)
+    return sorted((p for p in prefixes if _CKPT_NAME.search(p)), key=checkpoint_step)
+
+
+def _state_file_paths(directory: str) -> list[str]:
+    """The paths the `checkpoint` state file lists ([] without one); a CheckpointError naming
+    the file when it cannot be parsed (garbage text, bytes that are not UTF-8)."""
     state_path = os.path.join(directory, STATE_FILE)
-    if os.path.exists(state_path):
-        # TensorFlow logs a parse error and returns None for a damaged state file.
+    if not os.path.exists(state_path):
+        return []
+    try:
+        # TensorFlow logs a parse error and returns None; bytes that are not UTF-8 raise.
         state = tf.train.get_checkpoint_state(directory)
-        if state is None and os.path.getsize(state_path):
+    except (ValueError, tf.errors.OpError) as e:
+        reason = f"{type(e).__name__}: {str(e)[:200]}"
+        raise CheckpointError(
+            f"checkpoint state file {state_path} is unreadable ({reason})"
+        ) from None
+    if state is None:
+        if os.path.getsize(state_path):
             raise CheckpointError(f"checkpoint state file {state_path} is unreadable")
-        for path in state.all_model_checkpoint_paths if state else []:
-            prefixes.add(path if os.path.isabs(path) else os.path.join(directory, path))
-    return sorted(prefixes, key=checkpoint_step)
+        return []
+    # (TensorFlow has joined relative entries to `directory` already.)
+    return [p for p in [*state.all_model_checkpoint_paths, state.model_checkpoint_path] if p]
 
 
 def _set_aside_bad_state(directory: str) -> None:
     """Renames an unparsable state file out of the way (CheckpointManager cannot start with it)."""
     try:
-        list_checkpoints(directory)
+        _state_file_paths(directory)
     except CheckpointError as e:
         state_path = os.path.join(directory, STATE_FILE)
         aside = f"{state_path}.corrupt-{int(time.time())}"
         os.replace(state_path, aside)
-        logging.warning("%s; moved it to %s and looking for ckpt-*.index files instead", e, aside)
+        logging.warning("%s; moved it to %s and looking for ckpt-* files instead", e, aside)
+
+
+def unreadable_reason(path: str, error: BaseException) -> str:
+    """Which file of checkpoint `path` is bad, and TensorFlow's words for it, in one line."""
+    data = sorted(glob.glob(glob.escape(path) + ".data-*"))
+    if not os.path.exists(path + ".index"):
+        return f"{path}.index is missing"
+    if not data:
+        return f"its data file {path}.data-00000-of-00001 is missing"
+    detail = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:300]}"
+    if isinstance(error, AssertionError):  # read, but not the variables of this model
+        return f"{path} does not hold this model's variables ({detail})"
+    try:
+        tf.train.load_checkpoint(path)  # reads the index only
+    except Exception:  # noqa: BLE001  (any failure here means the index is bad)
+        return f"{path}.index is damaged ({detail})"
+    return f"{' or '.join(data)} is damaged or truncated ({detail})"
+
+
+def restore_first_readable(
+    restore: Callable[[str], object], candidates: Sequence[str], where: str, refusal: str = ""
+) -> str | None:
+    """Calls `restore(path)` on each candidate in turn (newest first) until one succeeds and
+    returns its path; each failure is a warning naming the bad file. None if there are no
+    candidates; a CheckpointError listing every failure (after `refusal`, e.g. "refusing to
+    restart from step 0") if none could be read."""
+    failures = []
+    for path in candidates:
+        try:
+            restore(path)
+        except Exception as e:  # noqa: BLE001  (damaged files raise OpError, IndexError, ...)
+            reason = unreadable_reason(path, e)
+            logging.warning("checkpoint %s is unreadable: %s; trying an older one", path, reason)
+            failures.append((path, reason))
+            continue
+        if failures:
+            logging.warning(
+                "restored %s, the newest readable checkpoint; skipped %d unreadable newer: %s",
+                path,
+                len(failures),
+                ", ".join(bad for bad, _ in failures),
+            )
+        return path
+    if failures:
+        raise CheckpointError(
+            f"no readable checkpoint in {where}{', ' + refusal if refusal else ''}: "
+            + "; ".join(reason for _, reason in failures)  # each names its file
+        )
+    return None
 
 
 class CheckpointKeeper:
     """Saves and restores a run's tf.train.Checkpoint in `directory`, keeping the last
     `max_to_keep` (and, with `keep_every_minutes`, one per that many minutes forever).
 
+    `record_file` (output_dir/last_checkpoint.json for t2t-train) remembers the last save, so a
+    run whose checkpoints were all deleted is refused rather than restarted from step 0.
     In a multi-worker run every worker must save (variables may need collectives to be read);
     only the chief writes to `directory`, the others to a scratch folder removed afterwards.
     """
@@ -81,14 +162,18 @@ class CheckpointKeeper:
         keep_every_minutes: float = 0.0,
         chief: bool = True,
         worker_id: int = 0,
+        record_file: str | None = None,
     ):
         self.checkpoint = checkpoint
         self.directory = directory
         self.chief = chief
+        self.record_file = record_file
         target = directory if chief else os.path.join(directory, f".worker-{worker_id}")
         os.makedirs(target, exist_ok=True)
         if chief:
             _set_aside_bad_state(directory)
+            for stale in atomic_io.remove_stale_folders(directory, "ckpt-*_temp"):
+                logging.warning("removed %s, left by an interrupted save", stale)
         self.manager = tf.train.CheckpointManager(
             checkpoint,
             target,
@@ -97,34 +182,30 @@ class CheckpointKeeper:
         )
 
     def restore_latest(self) -> str | None:
-        """Restores the newest readable checkpoint; returns its path, or None if there is none."""
-        candidates = list_checkpoints(self.directory)
-        failures = []
-        for path in reversed(candidates):
-            try:
-                self.checkpoint.restore(path).assert_existing_objects_matched()
-            except Exception as e:  # noqa: BLE001  (damaged files raise OpError, IndexError, ...)
-                reason = str(e).strip().splitlines()[0][:300]
-                logging.warning(
-                    "checkpoint %s is unreadable (%s); trying an older one", path, reason
-                )
-                failures.append(f"{path}: {reason}")
-                continue
-            if failures:
-                logging.warning("resumed from %s, skipping %d unreadable", path, len(failures))
-            return path
-        if failures:
+        """Restores the newest readable checkpoint and returns its path (unreadable newer ones
+        are skipped with a warning naming the file); None if there is none and none was ever
+        saved. A CheckpointError naming the files if none is readable or all were deleted."""
+        path = restore_first_readable(
+            lambda p: self.checkpoint.restore(p).assert_existing_objects_matched(),
+            list_checkpoints(self.directory, strict=False)[::-1],
+            self.directory,
+            refusal="refusing to restart from step 0",
+        )
+        if path is None and self.record_file and os.path.exists(self.record_file):
             raise CheckpointError(
-                f"no readable checkpoint in {self.directory}, refusing to restart from step 0:\n"
-                + "\n".join(failures)
+                f"{self.directory} holds no checkpoint, but {self.record_file} records "
+                f"{_recorded(self.record_file)} saved there: refusing to restart from step 0. "
+                f"Put the checkpoints back, or delete {self.record_file} to start over at step 0."
             )
-        return None
+        return path
 
     def save(self, step: int) -> str:
         """Writes ckpt-<step>; a failed write is a CheckpointError and leaves older ones intact."""
         previous = self.manager.latest_checkpoint
         try:
             path = self.manager.save(checkpoint_number=step)
+            if self.chief and self.record_file:
+                atomic_io.write_json(self.record_file, {"checkpoint": path, "step": step})
         except (tf.errors.OpError, OSError) as e:
             raise CheckpointError(
                 f"could not write the checkpoint of step {step} in {self.manager.directory} "
@@ -134,6 +215,15 @@ class CheckpointKeeper:
         if not self.chief:
             shutil.rmtree(self.manager.directory, ignore_errors=True)
         return path
+
+
+def _recorded(record_file: str) -> str:
+    """What a last_checkpoint.json says, for messages (its damage does not matter here)."""
+    try:
+        with open(record_file) as f:
+            return str(json.load(f)["checkpoint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a checkpoint"
 
 
 class BestKeeper:
@@ -150,6 +240,8 @@ class BestKeeper:
         self.save = save
         self.manager = None
         if save:
+            os.makedirs(self.directory, exist_ok=True)
+            _set_aside_bad_state(self.directory)
             self.manager = tf.train.CheckpointManager(
                 tf.train.Checkpoint(model=model), self.directory, max_to_keep=1
             )
@@ -159,8 +251,25 @@ class BestKeeper:
         path = os.path.join(self.directory, BEST_INFO)
         if not os.path.exists(path):
             return None
-        with open(path) as f:
-            info = json.load(f)
+        try:
+            with open(path, encoding="utf-8") as f:
+                info = json.load(f)
+            float(info["value"])
+        except (ValueError, KeyError, TypeError) as e:  # truncated, not JSON, not UTF-8
+            aside = f"{path}.corrupt-{int(time.time())}"
+            if self.save:
+                os.replace(path, aside)
+            logging.warning(
+                "%s is unreadable (%s: %s)%s; the best %s so far is unknown, so the next "
+                "evaluation replaces the model in %s",
+                path,
+                type(e).__name__,
+                str(e)[:200],
+                f"; moved it to {aside}" if self.save else "",
+                self.metric,
+                self.directory,
+            )
+            return None
         if info.get("metric") != self.metric:
             logging.warning(
                 "%s records %s, not %s; starting afresh", path, info.get("metric"), self.metric

@@ -3,12 +3,15 @@
 Layout of an output_dir:
   hparams.json        RunInfo: problem, data_dir, hparams set name, resolved hparams, vocab size
   checkpoints/        tf.train.CheckpointManager checkpoints; the model is stored under key "model"
+  last_checkpoint.json  the last checkpoint t2t-train saved (a run whose checkpoints are all gone
+                      is refused rather than restarted from step 0)
   averaged/           checkpoints written by t2t-avg-checkpoints (same key)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
 
@@ -16,9 +19,16 @@ import tensorflow as tf
 
 from t2t_lite.hparams import HParams
 from t2t_lite.runtime import atomic_io
+from t2t_lite.runtime.checkpoints import (
+    CheckpointError,
+    list_checkpoints,
+    restore_first_readable,
+    unreadable_reason,
+)
 
 RUN_INFO_FILE = "hparams.json"
 CHECKPOINT_DIR = "checkpoints"
+LAST_CHECKPOINT_FILE = "last_checkpoint.json"
 AVERAGED_DIR = "averaged"
 
 
@@ -80,21 +90,60 @@ def _flatten(values: dict, prefix: str = "") -> dict:
     return flat
 
 
-def resolve_checkpoint(output_dir: str, checkpoint: str | None = None) -> str:
-    """A checkpoint path: `checkpoint` itself (a path prefix or a directory), or by default the
-    newest of output_dir/averaged and output_dir/checkpoints (by file modification time)."""
+def checkpoint_candidates(output_dir: str, checkpoint: str | None = None) -> tuple[list[str], str]:
+    """(checkpoint paths to try in turn, where they are, for messages).
+
+    Given `checkpoint` (a path prefix, or a folder: its newest), that one alone. By default
+    every checkpoint of output_dir/averaged and output_dir/checkpoints, newest step first within
+    each, the folder whose newest checkpoint was written last first. Nothing is read but the
+    folder listings and state files (a damaged state file is a warning).
+    """
     if checkpoint:
-        path = tf.train.latest_checkpoint(checkpoint) if os.path.isdir(checkpoint) else checkpoint
-        if not path or not tf.io.gfile.exists(path + ".index"):
-            raise FileNotFoundError(f"no checkpoint at --checkpoint={checkpoint}")
-        return path
-    candidates = [
-        tf.train.latest_checkpoint(os.path.join(output_dir, d))
-        for d in (AVERAGED_DIR, CHECKPOINT_DIR)
-    ]
-    candidates = [c for c in candidates if c]
+        if not os.path.isdir(checkpoint):
+            return [checkpoint], f"--checkpoint={checkpoint}"
+        return list_checkpoints(checkpoint, strict=False)[-1:], f"--checkpoint={checkpoint}"
+    folders = [os.path.join(output_dir, d) for d in (AVERAGED_DIR, CHECKPOINT_DIR)]
+    listed = [list_checkpoints(f, strict=False)[::-1] for f in folders if os.path.isdir(f)]
+    listed.sort(key=lambda paths: _written(paths[0]) if paths else 0.0, reverse=True)
+    return [path for paths in listed for path in paths], " or ".join(folders)
+
+
+def _written(prefix: str) -> float:
+    """When checkpoint `prefix` was written: its newest file's modification time."""
+    files = glob.glob(glob.escape(prefix) + ".*")
+    return max((os.path.getmtime(f) for f in files), default=0.0)
+
+
+def resolve_checkpoint(output_dir: str, checkpoint: str | None = None) -> str:
+    """The checkpoint `restore_checkpoint` tries first (not read here: it may be unreadable)."""
+    candidates, where = checkpoint_candidates(output_dir, checkpoint)
     if not candidates:
-        raise FileNotFoundError(
-            f"no checkpoint in {output_dir}/{CHECKPOINT_DIR} or {output_dir}/{AVERAGED_DIR}"
+        raise FileNotFoundError(f"no checkpoint in {where}")
+    return candidates[0]
+
+
+def restore_checkpoint(
+    checkpoint_object: tf.train.Checkpoint, output_dir: str, checkpoint: str | None = None
+) -> str:
+    """Restores into `checkpoint_object` (e.g. tf.train.Checkpoint(model=model)) and returns the
+    path restored: `checkpoint` if given (an error naming it if unreadable, never another one),
+    else the newest readable of `checkpoint_candidates`, unreadable newer ones skipped with a
+    warning naming the bad file. A CheckpointError naming the files when none can be read."""
+    candidates, where = checkpoint_candidates(output_dir, checkpoint)
+    if not candidates:
+        raise CheckpointError(
+            f"no checkpoint in {where}" + ("" if checkpoint else ": has t2t-train saved one?")
         )
-    return max(candidates, key=lambda c: os.path.getmtime(c + ".index"))
+
+    def restore(path: str) -> None:
+        checkpoint_object.restore(path).expect_partial().assert_existing_objects_matched()
+
+    if checkpoint:
+        try:
+            restore(candidates[0])
+        except Exception as e:  # noqa: BLE001  (damaged files raise OpError, IndexError, ...)
+            raise CheckpointError(
+                f"--checkpoint={checkpoint}: {unreadable_reason(candidates[0], e)}"
+            ) from None
+        return candidates[0]
+    return restore_first_readable(restore, candidates, where)  # type: ignore[return-value]

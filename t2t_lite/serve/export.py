@@ -1,8 +1,8 @@
 """Export for TF Serving: a SavedModel that turns raw strings into translations in one graph.
 
 The exported graph tokenizes with tensorflow-text, runs the batched cached beam search of
-`t2t_lite.decode.search` in a `tf.while_loop`, and detokenizes, so a client sends text and gets text
-back. Three signatures:
+`t2t_lite.decode.search` in a `tf.while_loop`, and detokenizes, so a client sends text and gets
+text back. The signatures:
 
   serving_default  inputs: string [batch] --> outputs: string [batch],
                    scores: float32 [batch], truncated: bool [batch]
@@ -11,6 +11,11 @@ back. Three signatures:
   translate_ids    input_ids: int32 [batch, length] (zero-padded, EOS optional)
                    --> output_ids: int32 [batch, out_length] (EOS included, zero-padded),
                    scores: float32 [batch], truncated: bool [batch]
+  sample           inputs: string [batch], seed: int32 [] --> outputs: string [batch],
+                   scores: float32 [batch], truncated: bool [batch]: one sampled translation
+                   each (temperature, top_k, top_p as exported with --sampling)
+  attention        inputs: string [batch] --> the best translation's tokens and every layer's
+                   and head's attention maps (`ServingFunctions.attention`), for `t2t-serve`
 
 Text is handled as t2t-decode handles it: surrounding whitespace is stripped, an empty input
 gives an empty output with score 0, and `scores` is the beam's ranking score log p / lp(length)
@@ -45,10 +50,15 @@ from t2t_lite.decode import transformer_step
 from t2t_lite.decode.constraint import Constraint
 from t2t_lite.decode.run import Run
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.runtime import atomic_io, logs
+from t2t_lite.serve.attention_graph import graph_token_labels, stack_attention
+from t2t_lite.serve.facts import run_facts
 from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
 NBEST_SIGNATURE = "nbest"
+SAMPLE_SIGNATURE = "sample"
 IDS_SIGNATURE = "translate_ids"
+ATTENTION_SIGNATURE = "attention"
 EXPORT_INFO = "t2t_export.json"  # in the version folder's assets.extra/
 _TMP_PREFIX = ".tmp-export-"
 
@@ -118,10 +128,16 @@ class ServingFunctions:
         nbest signature returns `nbest` hypotheses (default: the beam size).
 
         Raises ValueError naming the problem when its decoding cannot be put in a graph."""
+        if hasattr(run.model, "models"):  # an Ensemble (t2t_lite.decode.ensemble)
+            raise ValueError(
+                "--checkpoint names several checkpoints, an ensemble, which only t2t-decode "
+                "searches; export one (t2t-avg-checkpoints averages several into one)"
+            )
         refusal = run.problem.export_refusal(run.search)
         if refusal:
             raise ValueError(f"problem {run.problem.name} cannot be exported: {refusal}")
         settings = run.search.override(
+            sampling=False,  # the text signatures search the beam; `sample` samples
             nbest=nbest or run.search.beam_size,
             max_input_length=run.search.input_limit(run.hparams.max_positions),
         )
@@ -135,6 +151,7 @@ class ServingFunctions:
         nbest: int,
         finish: Callable[[tf.Tensor, tf.Tensor], dict[str, tf.Tensor]],
         empty: dict[str, tf.Tensor],
+        seed: tf.Tensor | None = None,
     ) -> dict[str, tf.Tensor]:
         """Searches the rows of source ids [batch, length] where keep [batch] is True.
 
@@ -142,21 +159,28 @@ class ServingFunctions:
         to a dict of [kept, ...] outputs;
         `empty` holds the same outputs for no rows. Returns them scattered back to [batch, ...]
         (zeros or "" at rows not kept) with "scores" [batch, nbest]. Rows not kept, and an empty
-        batch, are never searched.
+        batch, are never searched. With a `seed`, one hypothesis is sampled per row (temperature,
+        top_k and top_p of the settings) instead of beam search.
         """
         s = self.settings
         rows = tf.where(keep)[:, 0]  # --> [kept]
 
         def search():
-            found = transformer_step.translate_ids(
-                self.model,
-                tf.gather(ids, rows),
-                beam_size=s.beam_size,
-                alpha=s.alpha,
-                extra_length=s.extra_length,
-                nbest=nbest,
-                constraint=self.constraint,
-            )
+            if seed is None:
+                found = transformer_step.search_function(
+                    self.model, s.override(sampling=False, nbest=nbest), self.constraint
+                )(tf.gather(ids, rows))
+            else:
+                found = transformer_step.sample_ids(
+                    self.model,
+                    tf.gather(ids, rows),
+                    temperature=s.temperature,
+                    top_k=s.top_k,
+                    top_p=s.top_p,
+                    seed=seed,
+                    extra_length=s.extra_length,
+                    constraint=self.constraint,
+                )
             return {"scores": found.scores, **finish(found.ids, rows)}
 
         def nothing():  # a zero-row search has no maximum length to loop to
@@ -171,7 +195,9 @@ class ServingFunctions:
             for name, value in found.items()
         }
 
-    def _translate_text(self, inputs: tf.Tensor, nbest: int) -> dict[str, tf.Tensor]:
+    def _translate_text(
+        self, inputs: tf.Tensor, nbest: int, seed: tf.Tensor | None = None
+    ) -> dict[str, tf.Tensor]:
         """[batch] strings --> outputs [batch, nbest], scores [batch, nbest], truncated [batch]."""
         text = strip_whitespace(clean_utf8(tf.convert_to_tensor(inputs, tf.string)))
         tokens = self.tokenizer.encode(text)  # --> ragged [batch, (n)]
@@ -186,12 +212,19 @@ class ServingFunctions:
             return {"outputs": outputs}
 
         empty = {"outputs": tf.zeros([0, nbest], tf.string)}
-        found = self._search(ids, tf.strings.length(text) > 0, nbest, detokenize, empty)
+        found = self._search(ids, tf.strings.length(text) > 0, nbest, detokenize, empty, seed)
         return {**found, "truncated": truncated}
 
     def translate(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
         """serving_default: inputs [batch] --> outputs [batch], scores, truncated [batch]."""
         found = self._translate_text(inputs, 1)
+        return {**found, "outputs": found["outputs"][:, 0], "scores": found["scores"][:, 0]}
+
+    def sample(self, inputs: tf.Tensor, seed: tf.Tensor) -> dict[str, tf.Tensor]:
+        """sample: inputs [batch], seed int32 [] --> outputs [batch], scores [batch] (the model's
+        log-probability of each sample), truncated [batch]. The same seed and batch give the
+        same samples; temperature, top_k and top_p are the export's (--sampling)."""
+        found = self._translate_text(inputs, 1, seed)
         return {**found, "outputs": found["outputs"][:, 0], "scores": found["scores"][:, 0]}
 
     def translate_nbest(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -224,18 +257,66 @@ class ServingFunctions:
         )
         return {**found, "scores": found["scores"][:, 0], "truncated": truncated}
 
+    def attention(self, inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        """attention: inputs [batch] --> the attention of each input's best translation, what
+        t2t-visualize draws and `t2t-serve` shows:
+
+          outputs [batch] (the translation, before any postprocessing), scores, truncated [batch];
+          source_tokens [batch, S], target_tokens [batch, T]: token labels ("</s>" for EOS, ""
+            past a row's length), source_length, target_length [batch] int32 (EOS included, 0
+            for an empty input);
+          encoder [batch, layers, heads, S, S], decoder_self [batch, layers, heads, T, T],
+            decoder_cross [batch, layers, heads, T, S] float32, zero past the row's lengths.
+        """
+        text = strip_whitespace(clean_utf8(tf.convert_to_tensor(inputs, tf.string)))
+        keep = tf.strings.length(text) > 0
+        ids, truncated = source_ids(self.tokenizer.encode(text), self.max_input_length)
+        found = self._search(
+            ids,
+            keep,
+            1,
+            lambda found_ids, rows: {"output_ids": found_ids[:, 0]},  # --> [kept, out_length]
+            {"output_ids": tf.zeros([0, 0], tf.int32)},
+        )
+        targets = found["output_ids"]  # --> [batch, T], EOS included, zero-padded
+        lengths = {
+            "source": tf.where(keep, tf.reduce_sum(tf.cast(ids > 0, tf.int32), axis=1), 0),
+            "target": tf.reduce_sum(tf.cast(targets > 0, tf.int32), axis=1),
+        }
+        valid = {
+            "source": tf.sequence_mask(lengths["source"], tf.shape(ids)[1]),  # --> [batch, S]
+            "target": tf.sequence_mask(lengths["target"], tf.shape(targets)[1]),  # [batch, T]
+        }
+        maps = self.model.attention_maps(ids, targets)  # kind --> layers x [batch, heads, q, k]
+        return {
+            "outputs": self.tokenizer.decode(targets),
+            "scores": found["scores"][:, 0],
+            "truncated": truncated,
+            "source_tokens": graph_token_labels(
+                self.tokenizer, ids * tf.cast(valid["source"], tf.int32)
+            ),
+            "target_tokens": graph_token_labels(self.tokenizer, targets),
+            "source_length": lengths["source"],
+            "target_length": lengths["target"],
+            **stack_attention(maps, valid),
+        }
+
 
 def signatures(functions: ServingFunctions) -> dict[str, tuple[Any, list[tf.TensorSpec]]]:
     """Signature name --> (function, input signature), serving_default first."""
     text = [tf.TensorSpec([None], tf.string, name="inputs")]
-    return {
+    found = {
         "serving_default": (functions.translate, text),
         NBEST_SIGNATURE: (functions.translate_nbest, text),
+        SAMPLE_SIGNATURE: (functions.sample, [*text, tf.TensorSpec([], tf.int32, name="seed")]),
         IDS_SIGNATURE: (
             functions.translate_ids,
             [tf.TensorSpec([None, None], tf.int32, name="input_ids")],
         ),
     }
+    if hasattr(functions.model, "attention_maps"):  # a Transformer, not an ensemble
+        found[ATTENTION_SIGNATURE] = (functions.attention, text)
+    return found
 
 
 def next_version(export_dir: str) -> int:
@@ -252,8 +333,11 @@ def write_version(export_dir: str, version: int | None, write: Callable[[str], N
     all: on any error the temporary folder is removed and the error propagates.
 
     `version` defaults to `next_version(export_dir)`; an existing version is never overwritten.
+    Temporary folders an interrupted export left (older than this run) are removed first.
     """
     os.makedirs(export_dir, exist_ok=True)
+    for stale in atomic_io.remove_stale_folders(export_dir, f"{_TMP_PREFIX}*"):
+        logging.warning("removed %s, left by an interrupted export", stale)
     version = next_version(export_dir) if version is None else version
     if version < 0:
         raise ValueError(f"--version must be a non-negative integer, got {version}")
@@ -262,7 +346,8 @@ def write_version(export_dir: str, version: int | None, write: Callable[[str], N
         raise FileExistsError(f"{final} already exists; pass another --version")
     tmp = tempfile.mkdtemp(dir=export_dir, prefix=f"{_TMP_PREFIX}{version}-")
     try:
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a server may run as another user
+        # mkdtemp makes it private; a server may run as another user.
+        os.chmod(tmp, 0o777 & ~atomic_io.current_umask())
         write(tmp)
         # A folder rename is atomic within one file system; TF Serving skips non-numeric names.
         os.rename(tmp, final)
@@ -290,7 +375,8 @@ def write_saved_model(
 
     def write(folder: str) -> None:
         logging.info("tracing the signatures and writing them to %s", folder)
-        archive.write_out(folder, verbose=False)
+        with logs.tensorflow_info_hidden():  # renamed inputs, sharding, fingerprints
+            archive.write_out(folder, verbose=False)
         extra = os.path.join(folder, "assets.extra")
         os.makedirs(extra, exist_ok=True)
         with open(os.path.join(extra, EXPORT_INFO), "w") as f:
@@ -307,7 +393,7 @@ def export_run(
     """Exports a restored run (see `ServingFunctions.from_run`) to `export_dir/<version>`;
     returns the version folder and the facts stored with it (run, checkpoint, settings)."""
     functions = ServingFunctions.from_run(run, nbest)
-    info = {**run.describe(), "settings": functions.settings.to_dict()}
+    info = {**run.describe(), **run_facts(run), "settings": functions.settings.to_dict()}
     for key in ("output_dir", "checkpoint", "data_dir"):
         info[key] = os.path.abspath(info[key])
     return write_saved_model(functions, export_dir, version, info), info

@@ -1,32 +1,46 @@
-"""A client for TF Serving's REST predict API, for models exported by `t2t_lite.serve.export`.
+"""A client for TF Serving's predict API, for models exported by `t2t_lite.serve.export`.
 
-TF Serving answers POST /v1/models/NAME[/versions/N]:predict. A request names a signature and
-carries the inputs either row by row, {"instances": ["a", "b"]}, or as columns,
-{"inputs": ["a", "b"]}. The answer is {"predictions": [{"outputs": ..., "scores": ...}, ...]}
-for rows and {"outputs": {"outputs": [...], "scores": [...]}} for columns (a bare list or value
-in place of the dict when the signature has one output), or {"error": "..."} with an HTTP error.
+REST (this module): TF Serving answers POST /v1/models/NAME[/versions/N]:predict. A request
+names a signature and carries the inputs either row by row, {"instances": ["a", "b"]}, or as
+columns, {"inputs": ["a", "b"]}. The answer is {"predictions": [{"outputs": ..., "scores": ...},
+...]} for rows and {"outputs": {"outputs": [...], "scores": [...]}} for columns (a bare list or
+value in place of the dict when the signature has one output), or {"error": "..."} with an HTTP
+error. gRPC: `t2t_lite.serve.grpc_query` (PredictionService.Predict), with the same rows.
 
-Only the Python standard library is used, so the client runs without TensorFlow.
+Whatever the protocol, N lines in give N lines out, or an error: an answer with a line break, or
+with another count than the inputs sent, is refused naming the input line, and `--output_file`
+is written whole or not at all. Every failure of the connection or the server is a
+`ServingError`, one line naming the server. The REST path uses only the Python standard library
+(and `t2t_lite.runtime.atomic_io`), so it runs without TensorFlow.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, TextIO
+
+from t2t_lite.runtime import atomic_io
 
 DEFAULT_SERVER = "http://localhost:8501"
 REQUEST_FORMATS = ("instances", "inputs")
 PROGRESS_SECONDS = 10.0
 
 
-class ServingError(RuntimeError):
-    """The server could not be reached, refused the request, or answered something unexpected."""
+# A batch of input texts --> one outputs dict per text ({"outputs": str or [str], "scores": ...}).
+Predictor = Callable[[list[str]], list[dict[str, Any]]]
+
+
+class ServingError(OSError):
+    """The server could not be reached, refused the request, or answered something unexpected
+    (an OSError, so that the commands report it as one line, like an unreadable file)."""
 
 
 def predict_url(server: str, model: str, version: int | None = None) -> str:
@@ -65,7 +79,7 @@ def post_json(url: str, body: dict[str, Any], timeout: float = 60.0) -> dict[str
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            text = response.read().decode("utf-8")
+            text = response.read().decode("utf-8", errors="replace")
     except urllib.error.HTTPError as error:
         detail = error.read().decode("utf-8", errors="replace")
         try:
@@ -73,6 +87,13 @@ def post_json(url: str, body: dict[str, Any], timeout: float = 60.0) -> dict[str
         except (ValueError, AttributeError):
             pass
         raise ServingError(f"{url}: HTTP {error.code}: {detail}") from None
+    except http.client.IncompleteRead as error:
+        raise ServingError(
+            f"{url}: the answer was cut short ({len(error.partial)} bytes read, "
+            f"{error.expected} more expected)"
+        ) from None
+    except http.client.HTTPException as error:  # a malformed status line or headers
+        raise ServingError(f"{url}: broken HTTP answer ({type(error).__name__}: {error})") from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
         raise ServingError(f"cannot reach {url}: {reason}") from None
@@ -104,6 +125,22 @@ def response_rows(response: dict[str, Any], expected: int) -> list[dict[str, Any
     return rows
 
 
+def rest_predictor(
+    url: str,
+    signature_name: str | None = None,
+    request_format: str = "instances",
+    timeout: float = 60.0,
+) -> Predictor:
+    """A Predictor that POSTs each batch to the REST `url` (`predict_url`)."""
+    request_body([], signature_name, request_format)  # checks request_format now
+
+    def predict(texts: list[str]) -> list[dict[str, Any]]:
+        body = request_body(texts, signature_name, request_format)
+        return response_rows(post_json(url, body, timeout), len(texts))
+
+    return predict
+
+
 def read_lines(stream: BinaryIO, name: str) -> Iterator[str]:
     """The lines of a UTF-8 byte stream without their line endings (empty ones kept, so that N
     lines in give N lines out); invalid UTF-8 is an error naming `name` and the line."""
@@ -128,6 +165,42 @@ def _batches(lines: Iterable[str], size: int) -> Iterator[list[str]]:
         yield batch
 
 
+def make_predictor(
+    protocol: str,
+    server: str | None,
+    model: str,
+    version: int | None = None,
+    signature_name: str | None = None,
+    request_format: str = "instances",
+    timeout: float = 60.0,
+    retries: int = 3,
+) -> Predictor:
+    """The Predictor of t2t-query's flags: REST (`server` default DEFAULT_SERVER) or gRPC
+    (`grpc_query.GrpcPredictor`, default localhost:8500; `retries` of UNAVAILABLE)."""
+    if protocol == "grpc":
+        from t2t_lite.serve import grpc_query  # grpc and TensorFlow only when asked for
+
+        return grpc_query.GrpcPredictor(server, model, version, signature_name, timeout, retries)
+    if protocol != "rest":
+        raise ValueError(f"--protocol must be rest or grpc, got {protocol!r}")
+    url = predict_url(server or DEFAULT_SERVER, model, version)
+    return rest_predictor(url, signature_name, request_format, timeout)
+
+
+def predict_lines(
+    lines: Iterable[str], predict: Predictor, batch_size: int = 32
+) -> Iterator[dict[str, Any]]:
+    """Sends the lines in batches of `batch_size` through `predict` and yields one outputs dict
+    per line, in order; a batch answered with another count is a ServingError."""
+    if batch_size < 1:
+        raise ValueError(f"--batch_size must be at least 1, got {batch_size}")
+    for batch in _batches(lines, batch_size):
+        rows = predict(batch)
+        if len(rows) != len(batch):
+            raise ServingError(f"sent {len(batch)} inputs but got {len(rows)} answers")
+        yield from rows
+
+
 def query_lines(
     lines: Iterable[str],
     url: str,
@@ -137,18 +210,24 @@ def query_lines(
     request_format: str = "instances",
     timeout: float = 60.0,
 ) -> Iterator[dict[str, Any]]:
-    """Sends the lines in batches of `batch_size` and yields one outputs dict per line, in order."""
-    if batch_size < 1:
-        raise ValueError(f"--batch_size must be at least 1, got {batch_size}")
-    for batch in _batches(lines, batch_size):
-        body = request_body(batch, signature_name, request_format)
-        yield from response_rows(post_json(url, body, timeout), len(batch))
+    """REST: sends the lines in batches of `batch_size` and yields one outputs dict per line, in
+    order."""
+    predict = rest_predictor(url, signature_name, request_format, timeout)
+    return predict_lines(lines, predict, batch_size)
 
 
-def format_row(index: int, row: dict[str, Any]) -> list[str]:
+def format_row(index: int, row: dict[str, Any], name: str | None = None) -> list[str]:
     """Output lines for one input, as t2t-decode writes them: the text for a single output,
-    `index ||| text ||| score` lines (Moses n-best) when "outputs" is a list."""
+    `index ||| text ||| score` lines (Moses n-best) when "outputs" is a list. A text with a line
+    break is a ServingError naming the input line (`name`, default "input <index + 1>")."""
     outputs = row.get("outputs")
+    texts = outputs if isinstance(outputs, list) else [outputs]
+    for text in texts:
+        if isinstance(text, str) and ("\n" in text or "\r" in text):
+            raise ServingError(
+                f"{name or f'input {index + 1}'}: the answer contains a line break "
+                f"({text[:80]!r}); refused, so that N lines in still give N lines out"
+            )
     if isinstance(outputs, list):
         scores = row.get("scores", [0.0] * len(outputs))
         if not isinstance(scores, list) or len(scores) != len(outputs):
@@ -163,17 +242,22 @@ def format_row(index: int, row: dict[str, Any]) -> list[str]:
 
 
 def write_rows(
-    rows: Iterable[dict[str, Any]], out: TextIO | None = None, log: TextIO | None = None
+    rows: Iterable[dict[str, Any]],
+    out: TextIO | None = None,
+    log: TextIO | None = None,
+    source: str | None = None,
 ) -> int:
     """Writes each row's lines to `out` (stdout) as answers arrive. On `log` (stderr): inputs
-    the server truncated, and the rate every PROGRESS_SECONDS. Returns the inputs written."""
+    the server truncated, and the rate every PROGRESS_SECONDS. Returns the inputs written.
+    `source` names the input in errors ("in.txt" --> "in.txt:7")."""
     out, log = out or sys.stdout, log or sys.stderr
     start = last = time.monotonic()
     count = 0
     for index, row in enumerate(rows):
         if row.get("truncated"):
             log.write(f"input {index + 1}: truncated to the export's max_input_length\n")
-        for line in format_row(index, row):
+        name = f"{source}:{index + 1}" if source else None
+        for line in format_row(index, row, name):
             out.write(line + "\n")
         count += 1
         if time.monotonic() - last >= PROGRESS_SECONDS:
@@ -181,3 +265,40 @@ def write_rows(
             log.write(f"{count} lines, {count / (last - start):.1f} lines/s\n")
     out.flush()
     return count
+
+
+def query_file(
+    input_file: str,
+    predict: Predictor,
+    output_file: str | None = None,
+    batch_size: int = 32,
+) -> int:
+    """t2t-query: the lines of `input_file` ("-": stdin) through `predict`, written to
+    `output_file` whole or not at all (a temporary file renamed at the end), or to stdout as they
+    arrive. Returns the lines read. On an error after some lines reached stdout, the error says
+    how many."""
+    stdin = input_file == "-"
+    name = "<stdin>" if stdin else input_file
+    written = [0]
+
+    def counted(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            yield row
+            written[0] += 1
+
+    with contextlib.ExitStack() as stack:
+        stream = sys.stdin.buffer if stdin else stack.enter_context(open(input_file, "rb"))
+        out = None
+        if output_file:
+            out = stack.enter_context(
+                atomic_io.open_atomic(output_file, "w", encoding="utf-8", newline="\n")
+            )
+        rows = counted(predict_lines(read_lines(stream, name), predict, batch_size))
+        try:
+            return write_rows(rows, out, source=name)
+        except ServingError as error:
+            if output_file or not written[0]:
+                raise
+            raise ServingError(
+                f"{error} (the answers to {written[0]} inputs are on stdout)"
+            ) from None

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import tensorflow as tf
 
 from t2t_lite.data import trim_ids
 from t2t_lite.decode import transformer_step
 from t2t_lite.train.step import sum_stats
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 # Metrics that can choose the best checkpoint, and whether higher is better.
 METRIC_DIRECTIONS = {
@@ -34,7 +37,8 @@ def evaluate(trainer, dev_dataset, problem, config) -> dict[str, float]:
         "dev_accuracy": totals.correct_tokens / tokens,
         "dev_tokens": totals.target_tokens,
     }
-    metrics["dev_perplexity"] = math.exp(min(metrics["dev_loss"], 700.0))
+    # Capped at float32's largest value: a diverged run's summaries and logs stay finite.
+    metrics["dev_perplexity"] = min(math.exp(min(metrics["dev_loss"], 700.0)), FLOAT32_MAX)
     if config.bleu_examples:
         metrics["dev_bleu"] = dev_bleu(trainer.model, problem, config)
     return {k: float(v) for k, v in metrics.items()}

@@ -29,8 +29,9 @@ from t2t_lite.runtime.checkpoints import CheckpointError as CheckpointError
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
 from t2t_lite.runtime.distribute import create_strategy as create_strategy
 from t2t_lite.runtime.progress import ProgressLog
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
-from t2t_lite.train.evaluation import METRIC_DIRECTIONS, evaluate
+from t2t_lite.runtime.run_info import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE, RunInfo
+from t2t_lite.train.evaluation import FLOAT32_MAX, METRIC_DIRECTIONS, evaluate
+from t2t_lite.train.init_from import initialize_from
 from t2t_lite.train.step import Trainer
 
 # tf.summary.scalar needs the tensorboard package; the raw op with the scalars plugin's
@@ -68,6 +69,10 @@ class TrainConfig:
     # >0: stop (evaluate, save) once this many minutes of training have passed in this process;
     # rerunning the command resumes towards train_steps.
     train_minutes: float = 0.0
+    # Fine-tuning: a new run starts from this run's (or checkpoint's) weights; init_optimizer
+    # also takes its optimizer state and step count (t2t_lite.train.init_from).
+    init_from: str = ""
+    init_optimizer: bool = False
 
     def __post_init__(self) -> None:
         for name in ("train_steps", "eval_every", "save_every", "keep_checkpoints", "log_every"):
@@ -183,6 +188,7 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         # waiting in a collective; a step count is the same everywhere.
         raise ValueError("--train_minutes works on one machine only; use --train_steps")
     _configure(config)
+    problem.check_data_dir(config.data_dir)
     info = RunInfo(
         problem=problem.name,
         data_dir=config.data_dir,
@@ -192,6 +198,7 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         output_vocab_size=problem.output_size(config.data_dir),
     )
     chief = distribute.is_chief(strategy)
+    earlier_run = os.path.exists(os.path.join(config.output_dir, RUN_INFO_FILE))
     if chief:
         _check_run_info(info, config.output_dir)
     trainer = Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size)
@@ -202,8 +209,20 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         config.keep_checkpoint_every_minutes,
         chief=chief,
         worker_id=distribute.task_info(strategy)[1],
+        record_file=os.path.join(config.output_dir, LAST_CHECKPOINT_FILE),
     )
     restored = keeper.restore_latest()
+    if earlier_run and not restored:
+        logging.warning(
+            "STARTING OVER AT STEP 0: %s/%s is from an earlier run, which saved no checkpoint",
+            config.output_dir,
+            RUN_INFO_FILE,
+        )
+    if config.init_from and not restored:
+        vocab = problem.tokenizer(config.data_dir).path
+        initialize_from(trainer, config.init_from, vocab, config.init_optimizer)
+    elif config.init_from:
+        logging.info("resuming %s: --init_from applies to a new run only", config.output_dir)
     start = int(trainer.step.numpy())
     logging.info("%s at step %d", f"resumed from {restored}" if restored else "starting", start)
     per_pipeline = strategy.num_replicas_in_sync // distribute.num_input_pipelines(strategy)
@@ -238,7 +257,7 @@ class _Loop:
     def run(self, iterator, start: int) -> dict:
         config = self.config
         progress = ProgressLog(config.train_steps, start, config.log_every)
-        step = start
+        step, saved = start, None
         deadline = time.monotonic() + 60 * config.train_minutes if config.train_minutes else None
         with _StopSignal() as stop:
             while step < config.train_steps:
@@ -254,10 +273,12 @@ class _Loop:
                     raise TrainingInterrupted(
                         f"stopped by {stop.received} at step {step}; saved {path}"
                     )
-                if step % config.save_every == 0 and step < config.train_steps:
-                    self.keeper.save(step)
                 out_of_time = deadline is not None and time.monotonic() >= deadline
-                if step % config.eval_every == 0 or step == config.train_steps or out_of_time:
+                last = step == config.train_steps or out_of_time
+                if step % config.save_every == 0 or last:  # the last one before evaluating
+                    self.keeper.save(step)
+                    saved = step
+                if step % config.eval_every == 0 or last:
                     if self._evaluate(step):
                         break
                 if out_of_time:
@@ -265,7 +286,8 @@ class _Loop:
                         "--train_minutes=%g reached at step %d", config.train_minutes, step
                     )
                     break
-        self.keeper.save(step)
+        if saved != step:
+            self.keeper.save(step)
         for writer in (self.train_writer, self.dev_writer):
             writer.flush()
         return self.last_metrics
@@ -317,5 +339,11 @@ class _Loop:
             return
         with writer.as_default(step=step):
             for name, value in scalars.items():
-                if name != "step":
-                    tf.summary.write(name, float(value), metadata=_SCALAR_METADATA)
+                if name == "step":
+                    continue
+                if not abs(float(value)) <= FLOAT32_MAX:  # summaries are float32; NaN too
+                    logging.warning(
+                        "step %d: %s %s not written to the summaries", step, name, value
+                    )
+                    continue
+                tf.summary.write(name, float(value), metadata=_SCALAR_METADATA)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
-from decoding_helpers import tiny_model
+from decoding_helpers import add_truncated_newer_checkpoint, write_tiny_run
 
 from t2t_lite.data import load_tokenizer
 from t2t_lite.decode import transformer_step
@@ -21,7 +22,6 @@ from t2t_lite.decode.runner import (
     token_batches,
 )
 from t2t_lite.hparams import SearchSettings
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 
 WORDS = [str(i) for i in range(10)]  # algorithmic_copy's vocabulary: ids 3..12
 MAX_POSITIONS = 8
@@ -31,16 +31,7 @@ MAX_POSITIONS = 8
 def run_dir(tmp_path_factory):
     """An output_dir with hparams.json and one checkpoint of a random tiny model."""
     root = tmp_path_factory.mktemp("run")
-    data_dir, output_dir = root / "data", root / "out"
-    data_dir.mkdir()
-    (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>"] + WORDS))
-    model = tiny_model(13, seed=21, overrides=f",max_positions={MAX_POSITIONS}")
-    info = RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model.hparams, 13)
-    info.save(str(output_dir))
-    manager = tf.train.CheckpointManager(
-        tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), max_to_keep=1
-    )
-    manager.save()
+    output_dir, model, data_dir = write_tiny_run(root, MAX_POSITIONS, seed=21)
     return output_dir, model, load_tokenizer(str(data_dir))
 
 
@@ -187,3 +178,71 @@ def test_problem_other_than_the_runs_is_refused(run_dir):
     config = DecodeConfig(str(output_dir), problem="algorithmic_reverse")
     with pytest.raises(ValueError, match="--problem=algorithmic_reverse, but the run in .* was "):
         run_decode(config)
+
+
+# --- faults (issue 17) ------------------------------------------------------------------------
+
+
+def test_unknown_pieces_are_counted_and_reported(run_dir, tmp_path, caplog):
+    output_dir, _, _ = run_dir
+    source = tmp_path / "in.txt"
+    source.write_text("1 2\n1 x 2\n\ny\n3\n")
+    config = DecodeConfig(str(output_dir), decode_from_file=str(source), beam_size=1)
+    with caplog.at_level(logging.WARNING):
+        run_decode(dataclasses.replace(config, decode_to_file=str(tmp_path / "out.txt")))
+    assert (
+        f"2 inputs had unknown pieces (not in the vocabulary, read as <unk>): {source}:2, "
+        f"{source}:4"
+    ) in caplog.text
+
+
+def test_the_input_is_checked_before_the_model_is_loaded(tmp_path, monkeypatch):
+    source = tmp_path / "bad.txt"
+    source.write_bytes(b"1 2\n\xff\n")
+
+    def no_model(self):
+        raise AssertionError("the model was loaded before the input was checked")
+
+    monkeypatch.setattr(DecodeConfig, "restore", no_model)
+    with pytest.raises(ValueError, match="bad.txt:2: invalid UTF-8"):
+        run_decode(DecodeConfig(str(tmp_path), decode_from_file=str(source)))
+    (tmp_path / "ok.txt").write_text("1\n")
+    (tmp_path / "scores.txt").write_text("1\n2\n")
+    config = DecodeConfig(
+        str(tmp_path), decode_from_file=str(tmp_path / "ok.txt"), score_file=str(tmp_path / "sc")
+    )
+    with pytest.raises(FileNotFoundError, match="--score_file"):
+        run_decode(config)
+    with pytest.raises(ValueError, match="has 2 lines but the input"):
+        run_decode(dataclasses.replace(config, score_file=str(tmp_path / "scores.txt")))
+
+
+def _decode_cli(output_dir, *flags):
+    return subprocess.run(
+        [sys.executable, "-m", "t2t_lite.bin.t2t_decode", f"--output_dir={output_dir}", *flags],
+        input="8\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+
+
+def test_cli_falls_back_from_a_damaged_newest_checkpoint(run_dir, tmp_path):
+    """t2t-decode skips a newer checkpoint whose data is truncated, with a warning naming the
+    file, and refuses with one line naming each file when nothing is readable."""
+    output_dir, model, tokenizer = run_dir
+    out = tmp_path / "out"
+    shutil.copytree(output_dir, out)
+    folder = out / "checkpoints"
+    bad = add_truncated_newer_checkpoint(folder)
+    done = _decode_cli(out, "--beam_size=2", "--alpha=0.0")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == reference(model, tokenizer, "8", 2, 0.0, 5)[0] + "\n"
+    assert f"checkpoint {folder}/ckpt-2 is unreadable: {bad} is damaged or truncated" in done.stderr
+    assert f"restored {folder}/ckpt-1 " in done.stderr
+    os.remove(folder / "ckpt-1.index")
+    done = _decode_cli(out)
+    assert done.returncode != 0
+    assert f"no readable checkpoint in {out}/averaged or {folder}: {bad} is dam" in done.stderr
+    assert f"{folder}/ckpt-1.index is missing" in done.stderr and bad in done.stderr

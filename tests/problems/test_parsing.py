@@ -79,14 +79,13 @@ def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
         test_trees=str(tree_files / "test.mrg"),
     )
     assert metadata["metric"] == "parse_f1"
-    assert metadata["decode_defaults"] == {
+    decode_defaults = metadata["decode_defaults"]
+    assert {k: decode_defaults[k] for k in ("beam_size", "alpha", "extra_length")} == {
         "beam_size": 21,
         "alpha": 0.3,
         "extra_length": 300,
-        "nbest": 1,
-        "constrained": True,
-        "max_input_length": 0,
     }
+    assert decode_defaults["constrained"] and not decode_defaults["sampling"]
     assert metadata["vocab"]["type"] == "words"
     # The model outputs only the reserved ids and the training trees' tags and brackets, which
     # the vocabulary lists first.

@@ -1,5 +1,6 @@
 """The problem registry, the decorator, --usr_dir, and a custom text-pair problem."""
 
+import sys
 import textwrap
 
 import pytest
@@ -105,3 +106,22 @@ def test_usr_dir_errors(tmp_path):
     (tmp_path / "broken_usr.py").write_text("import no_such_module_here\n")
     with pytest.raises(ModuleNotFoundError, match="no_such_module_here"):
         import_usr_dir(str(tmp_path / "broken_usr.py"))
+
+
+def test_usr_dir_named_like_a_loaded_module_is_imported(tmp_path):
+    """Issue 17: `--usr_dir=.../json.py` was silently skipped because `json` is loaded."""
+    usr = tmp_path / "json.py"
+    usr.write_text(
+        textwrap.dedent("""
+        from t2t_lite.problems import Problem, register_problem
+
+        @register_problem("usr_named_json")
+        class NamedJson(Problem):
+            def text_pairs(self, split, options):
+                yield "a", "b"
+    """)
+    )
+    module = import_usr_dir(str(usr))
+    assert get_problem("usr_named_json").name == "usr_named_json"
+    assert module.__name__.startswith("t2t_usr_dir_json_") and sys.modules["json"] is not module
+    assert import_usr_dir(str(usr)) is module  # once per path: no second registration

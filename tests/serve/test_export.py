@@ -29,7 +29,7 @@ from t2t_lite.hparams import SearchSettings, get_hparams
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.problems import get_problem
 from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
-from t2t_lite.serve import export
+from t2t_lite.serve import export, query
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 MAX_POSITIONS = 40
@@ -179,14 +179,11 @@ def test_export_layout_and_settings(run):
     assert run["report"]["beam_size"] == 3 and run["report"]["nbest"] == 2
     with open(os.path.join(path, "assets.extra", export.EXPORT_INFO)) as f:
         info = json.load(f)
-    assert info["settings"] == {
-        "beam_size": 3,
-        "alpha": 0.6,
-        "extra_length": 10,
-        "max_input_length": MAX_POSITIONS,  # default: the model's positions, as in t2t-decode
-        "nbest": 2,
-        "constrained": False,
-    }
+    beam = {k: info["settings"][k] for k in ("beam_size", "alpha", "extra_length", "nbest")}
+    assert beam == {"beam_size": 3, "alpha": 0.6, "extra_length": 10, "nbest": 2}
+    # max_input_length defaults to the model's positions, as in t2t-decode.
+    assert info["settings"]["max_input_length"] == MAX_POSITIONS
+    assert not info["settings"]["constrained"] and not info["settings"]["sampling"]
     assert info["checkpoint"].endswith("ckpt-1") and info["problem"] == "text2text"
     # The SentencePiece model is inside the graph: the data_dir is not needed to serve.
     with open(os.path.join(run["data_dir"], "vocab.bpe.model"), "rb") as f:
@@ -304,6 +301,26 @@ def test_t2t_query_through_rest_stand_in(run, loaded, decoded):
         "/v1/models/ende:predict",
         {"instances": ["  the cat sat on the mat  ", "der Hund läuft über die Straße"]},
     )
+
+
+def test_t2t_query_through_grpc_stand_in(run, loaded, decoded):
+    """The same SavedModel behind the gRPC stand-in: the same lines, n-best and reports."""
+    from grpc_stand_in import GrpcStandIn
+
+    stand_in = GrpcStandIn({"ende": saved_model_signatures(loaded)})
+    with stand_in as address:
+        done = _query(
+            address, "--protocol=grpc", f"--input_file={run['source']}", "--batch_size=40"
+        )
+        predict = query.make_predictor("grpc", address, "ende", signature_name="nbest")
+        nbest = list(query.predict_lines(run["lines"][:3], predict))
+    assert done.stdout.decode("utf-8").split("\n")[:-1] == decoded[1]
+    assert "input 100: truncated" in done.stderr.decode()
+    assert len(stand_in.requests) == 3 + 1
+    got = [line.split(" ||| ") for i, row in enumerate(nbest) for line in query.format_row(i, row)]
+    want = [line.split(" ||| ") for line in decoded[2][:6]]
+    assert [g[:2] for g in got] == [w[:2] for w in want]
+    np.testing.assert_allclose([float(g[2]) for g in got], [float(w[2]) for w in want], atol=2e-6)
 
 
 def test_hostile_inputs_get_answers(run, loaded):

@@ -9,29 +9,13 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from rest_stand_in import StandIn
+from rest_stand_in import StandIn, toy_nbest, toy_reverse
 
 from t2t_lite.serve import query
-
-
-def _reverse(columns):
-    texts = columns["inputs"]
-    return {
-        "outputs": [t[::-1] for t in texts],
-        "scores": [-float(len(t)) for t in texts],
-        "truncated": [len(t) > 10 for t in texts],
-    }
-
-
-def _nbest(columns):
-    texts = columns["inputs"]
-    return {
-        "outputs": [[t[::-1], t.upper()] for t in texts],
-        "scores": [[-1.0, -2.5] for _ in texts],
-        "truncated": [False for _ in texts],
-    }
 
 
 def _single_output(columns):
@@ -40,8 +24,8 @@ def _single_output(columns):
 
 MODELS = {
     "demo": {
-        "serving_default": (["inputs"], _reverse),
-        "nbest": (["inputs"], _nbest),
+        "serving_default": (["inputs"], toy_reverse),
+        "nbest": (["inputs"], toy_nbest),
         "upper": (["inputs"], _single_output),
     }
 }
@@ -132,24 +116,24 @@ def test_server_errors_are_reported_with_the_url(tmp_path):
         bad_signature = t2t_query(
             f"--server={url}", "--model=demo", "--signature_name=zz", stdin=b"a\n"
         )
-    assert unknown.returncode == 1
-    assert f"t2t-query: {url}/v1/models/nope:predict: HTTP 404: Servable not found" in (
+    assert unknown.returncode == 2
+    assert f"error: {url}/v1/models/nope:predict: HTTP 404: Servable not found" in (
         unknown.stderr.decode()
     )
     assert 'HTTP 404: Serving signature name: "zz" not found' in bad_signature.stderr.decode()
     # The stand-in is shut down now: nothing listens on its port.
     gone = t2t_query(f"--server={url}", "--model=demo", stdin=b"a\n")
-    assert gone.returncode == 1 and "t2t-query: cannot reach" in gone.stderr.decode()
+    assert gone.returncode == 2 and "error: cannot reach" in gone.stderr.decode()
 
 
 def test_invalid_input_names_file_and_line(tmp_path):
     source = tmp_path / "bad.txt"
     source.write_bytes(b"fine\nab\xffcd\n")
     done = t2t_query("--server=127.0.0.1:9", "--model=demo", f"--input_file={source}")
-    assert done.returncode == 1
-    assert f"t2t-query: {source}:2: invalid UTF-8 at byte 3" in done.stderr.decode()
+    assert done.returncode == 2
+    assert f"error: {source}:2: invalid UTF-8 at byte 3" in done.stderr.decode()
     missing = t2t_query("--model=demo", f"--input_file={tmp_path / 'none.txt'}")
-    assert missing.returncode == 1 and "none.txt" in missing.stderr.decode()
+    assert missing.returncode == 2 and "none.txt" in missing.stderr.decode()
 
 
 def test_response_rows_and_urls():
@@ -172,3 +156,89 @@ def test_response_rows_and_urls():
     assert query.write_rows(rows, out, log) == 1
     assert out.getvalue() == "0 ||| a ||| -0.500000\n0 ||| b ||| -inf\n"
     assert log.getvalue() == "input 1: truncated to the export's max_input_length\n"
+
+
+def _newline(columns):
+    return {"outputs": [t.replace("c", "\n") for t in columns["inputs"]]}
+
+
+def _fails_on_second_batch(columns, calls=[]):  # noqa: B006  (counts the calls)
+    calls.append(1)
+    if len(calls) % 2 == 0:
+        raise ValueError("the model failed on this batch")
+    return toy_reverse(columns)
+
+
+PROBES = {
+    "probe": {
+        "newline": (["inputs"], _newline),
+        "second": (["inputs"], _fails_on_second_batch),
+    }
+}
+
+
+def test_a_line_break_in_an_answer_is_refused_naming_the_line(tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("ab\nxy\nd\nabc\ne\n", encoding="utf-8")  # 5 inputs, the 4th has a "c"
+    with StandIn(PROBES) as url:
+        done = t2t_query(
+            f"--server={url}", "--model=probe", "--signature_name=newline", f"--input_file={source}"
+        )
+        out, log = io.StringIO(), io.StringIO()
+        predict = query.rest_predictor(query.predict_url(url, "probe"), "newline")
+        with pytest.raises(query.ServingError, match=r"^input 1: the answer contains a line"):
+            query.write_rows(query.predict_lines(["c"], predict), out, log)
+    err = done.stderr.decode().strip().splitlines()
+    assert done.returncode == 2 and len(err) == 1, err
+    assert f"error: {source}:4: the answer contains a line break ('ab\\n')" in err[0]
+    assert "the answers to 3 inputs are on stdout" in err[0]
+    assert done.stdout.decode().splitlines() == ["ab", "xy", "d"]  # what came before, no more
+
+
+def test_a_failure_on_the_second_batch_leaves_the_output_file_alone(tmp_path):
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("a\nb\nc\nd\n", encoding="utf-8")
+    with StandIn(PROBES) as url:
+        done = t2t_query(
+            f"--server={url}",
+            "--model=probe",
+            "--signature_name=second",
+            "--batch_size=2",
+            f"--input_file={source}",
+            f"--output_file={target}",
+        )
+    err = done.stderr.decode().strip().splitlines()
+    assert done.returncode == 2 and len(err) == 1, err
+    assert "HTTP 400: the model failed on this batch" in err[0]
+    assert not target.exists() and list(tmp_path.iterdir()) == [source]  # no partial file
+
+
+class _CutShort(BaseHTTPRequestHandler):
+    """Promises 1000 bytes of JSON, sends 20 and closes the connection."""
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        self.wfile.write(b'{"predictions": ["ab')
+        self.wfile.flush()
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_truncated_body_is_one_line():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _CutShort)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        done = t2t_query(f"--server={url}", "--model=demo", stdin=b"ab\n")
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = done.stderr.decode().strip().splitlines()
+    assert done.returncode == 2 and len(err) == 1 and "Traceback" not in err[0], err
+    assert f"{url}/v1/models/demo:predict: the answer was cut short (20 bytes read, 980" in err[0]

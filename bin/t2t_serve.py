@@ -1,0 +1,57 @@
+"""t2t-serve: a local web page and JSON API to translate, compare hypotheses and see attention.
+
+  t2t-serve --output_dir=runs/ende              # a training run, as t2t-decode restores it
+  t2t-serve --export_dir=/srv/models/ende       # a t2t-export SavedModel (its newest version)
+  t2t-serve --output_dir=runs/ende --port=8081 --beam_size=4 --max_sentences=8
+
+Open http://127.0.0.1:8080/ for the page; http://127.0.0.1:8080/docs describes the API. The
+page translates sentences with a chosen beam size, alpha and n-best, shows every layer's and
+head's attention, and draws parse trees for parsing runs. Binding --host to anything but a
+loopback address prints a warning: the server has no authentication.
+"""
+
+from __future__ import annotations
+
+from absl import flags
+
+from t2t_lite.bin import cli
+from t2t_lite.decode import search_flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("output_dir", None, "Training run to serve (hparams.json, checkpoints/).")
+flags.DEFINE_string("export_dir", None, "SavedModel (t2t-export) to serve; newest version.")
+flags.DEFINE_string("checkpoint", None, "With --output_dir: checkpoint path or folder.")
+flags.DEFINE_string("data_dir", None, "With --output_dir: vocabulary folder; default: the run's.")
+flags.DEFINE_string("host", "127.0.0.1", "Address to listen on.")
+flags.DEFINE_integer("port", 8080, "Port to listen on.", lower_bound=0, upper_bound=65535)
+flags.DEFINE_integer("max_sentences", 32, "Sentences per request.", lower_bound=1)
+flags.DEFINE_integer("max_characters", 1000, "Characters per sentence.", lower_bound=1)
+flags.DEFINE_integer("max_concurrent", 2, "Searches at once; more get 429.", lower_bound=1)
+search_flags.define_search_flags()
+flags.adopt_module_key_flags(search_flags)
+
+
+def main() -> None:
+    from t2t_lite.serve.web import server  # after flag parsing: --help stays fast
+
+    limits = server.Limits(
+        max_sentences=FLAGS.max_sentences,
+        max_characters=FLAGS.max_characters,
+        max_concurrent=FLAGS.max_concurrent,
+    )
+    backend = server.load_backend(
+        FLAGS.output_dir,
+        FLAGS.export_dir,
+        FLAGS.checkpoint,
+        FLAGS.data_dir,
+        search=search_flags.search_overrides(),
+    )
+    server.serve(backend, limits, FLAGS.host, FLAGS.port)
+
+
+def run() -> None:
+    cli.run(main)
+
+
+if __name__ == "__main__":
+    run()

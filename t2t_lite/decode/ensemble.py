@@ -1,0 +1,203 @@
+"""Ensembles: several models of one vocabulary searched as one, their probabilities averaged.
+
+At every step each member runs its own decoder on its own cache, and the ensemble's distribution
+over the next token is the weighted mean of the members' probabilities:
+
+    log p(y) = log sum_i w_i p_i(y) = logsumexp_i(log p_i(y) + log w_i),   sum_i w_i = 1
+
+with equal weights unless given. This is fairseq's rule (its `EnsembleModel` takes the
+logsumexp of the members' log-probabilities minus log N: the log of the mean probability, not
+the mean of the log-probabilities), and Marian's and OpenNMT's "average the probabilities".
+
+`Ensemble` has the methods of a `Transformer` that the searches and scoring use (`encode`,
+`project_memory`, `init_cache`, `decode_step`, `decode`, `__call__`), so `translate_ids`,
+`sample_ids`, `score_ids`, constraints and `Translator` take it in place of a model: the search
+state is a tuple of the members' caches, tiled and reordered with the beams like any cache. Its
+outputs are log-probabilities (already normalized), where a model's are logits.
+
+`--checkpoint=A,B,...` (`Run.restore`) restores one member per entry: a run folder (its newest
+checkpoint), a checkpoint folder or a checkpoint path, from one run or several; the members must
+share their vocabulary, which is checked by the SHA-256 of each run's vocabulary file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite.hparams import HParams
+from t2t_lite.runtime.atomic_io import file_sha256
+from t2t_lite.runtime.run_info import RUN_INFO_FILE, RunInfo
+
+
+class Ensemble:
+    """Models searched as one: at each step the log of the weighted mean of their probabilities.
+
+    Args:
+      models: `Transformer`s with the same vocabulary size and output vocabulary.
+      weights: one positive weight per model (normalized to sum 1); default equal.
+    """
+
+    def __init__(self, models: Sequence[Any], weights: Sequence[float] | None = None):
+        if not models:
+            raise ValueError("an ensemble needs at least one model")
+        sizes = {(m.vocab_size, m.output_vocab_size) for m in models}
+        if len(sizes) > 1:
+            raise ValueError(f"ensemble members differ in (vocab_size, output_vocab_size): {sizes}")
+        self.models = tuple(models)
+        self.weights = normalized_weights(weights, len(models))
+        self._log_weights = tf.constant([math.log(w) for w in self.weights], tf.float32)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.models[0].vocab_size
+
+    @property
+    def output_vocab_size(self) -> int:
+        return self.models[0].output_vocab_size
+
+    @property
+    def hparams(self) -> HParams:
+        """The first member's hparams, with the smallest `max_positions` of all members (the
+        longest input and output every member can take)."""
+        limit = min(m.hparams.max_positions for m in self.models)
+        return self.models[0].hparams.replace(max_positions=limit)
+
+    def average(self, logits: Sequence[tf.Tensor]) -> tf.Tensor:
+        """The members' logits (or log-probs) [..., vocab], one per member --> the log of the
+        weighted mean of their probabilities [..., vocab] (float32)."""
+        stacked = tf.stack([tf.nn.log_softmax(tf.cast(x, tf.float32), -1) for x in logits])
+        weights = tf.reshape(self._log_weights, [-1] + [1] * (stacked.shape.rank - 1))
+        return tf.reduce_logsumexp(stacked + weights, axis=0)  # [members, ...] --> [...]
+
+    def encode(self, inputs: tf.Tensor, training=None) -> tuple[tuple[tf.Tensor, ...], tf.Tensor]:
+        """[batch, source] ids --> (each member's memory [batch, source, d_model_i], the padding
+        mask [batch, source])."""
+        encoded = [m.encode(inputs, training=training) for m in self.models]
+        return tuple(memory for memory, _ in encoded), encoded[0][1]
+
+    def project_memory(self, memory: tuple[tf.Tensor, ...], memory_mask: tf.Tensor) -> tuple:
+        """Each member's `project_memory` of its own memory."""
+        return tuple(
+            m.project_memory(mem, memory_mask) for m, mem in zip(self.models, memory, strict=True)
+        )
+
+    def init_cache(self, batch: int | tf.Tensor, max_length: int | tf.Tensor) -> tuple:
+        """One empty decoding cache per member."""
+        return tuple(m.init_cache(batch, max_length) for m in self.models)
+
+    def decode_step(
+        self, ids: tf.Tensor, index: tf.Tensor, cache: tuple, memory_state: tuple
+    ) -> tuple[tf.Tensor, tuple]:
+        """Previous ids [rows] at position `index` --> log-probs [rows, vocab] of the next
+        token under the ensemble, and the members' updated caches."""
+        steps = [
+            m.decode_step(ids, index, c, s)
+            for m, c, s in zip(self.models, cache, memory_state, strict=True)
+        ]
+        return self.average([logits for logits, _ in steps]), tuple(c for _, c in steps)
+
+    def decode(
+        self,
+        targets: tf.Tensor,
+        memory: tuple[tf.Tensor, ...],
+        memory_mask: tf.Tensor,
+        training=None,
+    ) -> tf.Tensor:
+        """Teacher forcing: [batch, target] ids --> log-probs [batch, target, vocab]."""
+        return self.average(
+            [
+                m.decode(targets, mem, memory_mask, training=training)
+                for m, mem in zip(self.models, memory, strict=True)
+            ]
+        )
+
+    def attention_maps(self, inputs: tf.Tensor, targets: tf.Tensor) -> dict[str, list]:
+        """Refused: each member attends in its own way (ValueError naming --checkpoint)."""
+        raise ValueError("an ensemble has no attention maps of its own; pass one --checkpoint")
+
+    def __call__(self, features: dict[str, tf.Tensor], training=None) -> tf.Tensor:
+        """{"inputs": [b, s], "targets": [b, t]} --> log-probs [b, t, vocab] (teacher forcing)."""
+        return self.average([m(features, training=training) for m in self.models])
+
+
+def normalized_weights(weights: Sequence[float] | None, count: int) -> tuple[float, ...]:
+    """`count` weights summing to 1 (equal when `weights` is None or empty); ValueError naming
+    --ensemble_weights when their number or a value is wrong."""
+    if not weights:
+        return (1.0 / count,) * count
+    if len(weights) != count:
+        raise ValueError(f"--ensemble_weights has {len(weights)} values for {count} checkpoints")
+    if not all(math.isfinite(w) and w > 0 for w in weights):
+        raise ValueError(f"--ensemble_weights must be positive numbers, got {list(weights)}")
+    total = math.fsum(weights)
+    return tuple(w / total for w in weights)
+
+
+def parse_weights(values: Sequence[str] | str | None) -> list[float] | None:
+    """--ensemble_weights as given ("1,2" or ["1", "2"]) --> floats, or None when unset."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [v for v in values.split(",") if v.strip()]
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise ValueError(f"--ensemble_weights must be numbers, got {list(values)}") from None
+
+
+def split_checkpoints(checkpoint: str | None) -> list[str]:
+    """--checkpoint's comma-separated entries, blanks dropped ([] when unset)."""
+    return [entry.strip() for entry in (checkpoint or "").split(",") if entry.strip()]
+
+
+def member_location(output_dir: str, entry: str) -> tuple[str, str | None]:
+    """(run folder, checkpoint) of one --checkpoint entry.
+
+    A run folder (one holding hparams.json) stands for its newest checkpoint (None). A checkpoint
+    folder or path belongs to the run folder above it (run/checkpoints, run/averaged/ckpt-N), or
+    to `output_dir` when there is none above it.
+    """
+    if os.path.isfile(os.path.join(entry, RUN_INFO_FILE)):
+        return entry, None
+    folder = entry if os.path.isdir(entry) else os.path.dirname(entry)
+    parent = os.path.dirname(os.path.abspath(folder))
+    if os.path.isfile(os.path.join(parent, RUN_INFO_FILE)) and not _same_folder(parent, output_dir):
+        return parent, entry
+    return output_dir, entry
+
+
+def _same_folder(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_same_vocabulary(members: Sequence[tuple[str, RunInfo, str]]) -> None:
+    """Raises ValueError naming both runs when two members' vocabularies differ.
+
+    `members` are (run folder, run info, vocabulary file) per member; the files are compared by
+    SHA-256, the run infos by vocabulary size and output vocabulary size.
+    """
+    first_dir, first_info, first_file = members[0]
+    first_digest = file_sha256(first_file)
+    for run_dir, info, vocab_file in members[1:]:
+        if (info.vocab_size, info.output_vocab_size) != (
+            first_info.vocab_size,
+            first_info.output_vocab_size,
+        ):
+            raise ValueError(
+                f"--checkpoint: the runs {first_dir} and {run_dir} have different vocabularies "
+                f"({first_info.vocab_size} and {info.vocab_size} ids); an ensemble needs one"
+            )
+        digest = file_sha256(vocab_file)
+        if digest != first_digest:
+            raise ValueError(
+                f"--checkpoint: the runs {first_dir} and {run_dir} have different vocabularies "
+                f"({first_file} sha256 {first_digest[:12]}, {vocab_file} sha256 {digest[:12]}); "
+                "an ensemble needs one"
+            )
+    logging.info("ensemble of %d checkpoints, one vocabulary (%s)", len(members), first_file)

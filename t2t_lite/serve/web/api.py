@@ -1,0 +1,237 @@
+"""The JSON API of `t2t-serve`: request and response models, limits, and the checks that turn
+bad input into a 4xx answer naming the field.
+
+Every error answer is {"error": message, "field": the field's name or null}: 400 for a body
+that is not JSON, 413 beyond a limit (sentences per request, characters per sentence, body
+size), 422 for a wrong type or an out-of-range setting, 429 when `max_concurrent` requests are
+already running. The models below are what FastAPI's OpenAPI page (/docs) shows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from t2t_lite.hparams import SearchSettings
+from t2t_lite.serve.web.backend import Capabilities
+
+MAX_ALPHA = 10.0  # the length penalty lp = ((5 + |y|) / 6) ** alpha; the paper uses 0.6
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What one request may ask for; `t2t-serve`'s flags of the same names."""
+
+    max_sentences: int = 32
+    max_characters: int = 1000
+    max_concurrent: int = 2
+    max_beam_size: int = 16
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            if getattr(self, field.name) < 1:
+                raise ValueError(
+                    f"--{field.name} must be at least 1, got {getattr(self, field.name)}"
+                )
+
+    @property
+    def max_tree_characters(self) -> int:
+        """A bracketed tree (EVALB's gold and test) is several times its sentence's length."""
+        return 8 * self.max_characters
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body read: every sentence at its limit, JSON-escaped (up to 12
+        bytes a character), and room for the settings."""
+        return self.max_sentences * (self.max_characters * 12 + 16) + 4096
+
+
+class ApiError(Exception):
+    """An answer other than 200: HTTP status, the field at fault (or None) and a message."""
+
+    def __init__(self, status: int, field: str | None, message: str):
+        super().__init__(message)
+        self.status, self.field, self.message = status, field, message
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.message, "field": self.field}
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error, not ignored
+
+
+class SearchFields(_Request):
+    # Strict: true or "3" is a mistake to report, not a beam of 1 or 3.
+    beam_size: int | None = Field(None, strict=True, description="Beam width; default: the run's.")
+    alpha: float | None = Field(
+        None, strict=True, description="Length-penalty exponent; default: the run's."
+    )
+    nbest: int | None = Field(
+        None, strict=True, description="Hypotheses per sentence, at most beam_size; default 1."
+    )
+
+
+class TranslateRequest(SearchFields):
+    sentences: list[str] = Field(description="Sentences to translate, one per item.")
+
+
+class AttentionRequest(SearchFields):
+    sentence: str = Field(description="One sentence; its best translation's attention.")
+
+
+class EvalbRequest(_Request):
+    gold: str = Field(description="The gold tree, bracketed, e.g. (ROOT (S (NP ...) ...)).")
+    test: str = Field(description="The tree to score (a translation of a parsing run).")
+
+
+class ErrorResponse(BaseModel):
+    error: str
+    field: str | None
+
+
+class Hypothesis(BaseModel):
+    text: str
+    score: float = Field(description="log p / lp(length), what the beam ranks by.")
+    tree: dict[str, Any] | None = Field(
+        None, description="Parsing runs: the output as a tree, {label, children | word}."
+    )
+
+
+class Translation(BaseModel):
+    source: str
+    truncated: bool = Field(description="The input was cut to the model's positions.")
+    hypotheses: list[Hypothesis]
+
+
+class TranslateResponse(BaseModel):
+    settings: dict[str, Any]
+    results: list[Translation]
+
+
+class AttentionResponse(BaseModel):
+    source: list[str] = Field(description="Source token labels, S of them (EOS: </s>).")
+    target: list[str] = Field(description="Target token labels, T of them.")
+    translation: str
+    settings: dict[str, Any]
+    encoder: list[list[list[list[float]]]] = Field(description="[layers][heads][S][S]")
+    decoder_self: list[list[list[list[float]]]] = Field(description="[layers][heads][T][T]")
+    decoder_cross: list[list[list[list[float]]]] = Field(description="[layers][heads][T][S]")
+
+
+class EvalbResponse(BaseModel):
+    status: str = Field(description='"ok", or "error"/"skip" as EVALB reports them.')
+    message: str
+    f1: float
+    precision: float
+    recall: float
+    matched: int
+    gold_brackets: int
+    test_brackets: int
+    crossing: int
+    tagging_accuracy: float
+    gold_tree: dict[str, Any] | None
+
+
+class InfoResponse(BaseModel):
+    facts: dict[str, Any] = Field(description="Problem, hparams set, step, checkpoint, ...")
+    capabilities: dict[str, Any]
+    limits: dict[str, Any]
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": text}
+    for code, text in (
+        (400, "The body is not JSON."),
+        (413, "Beyond a limit (sentences, characters, body size)."),
+        (422, "A field of the wrong type or out of range."),
+        (429, "max_concurrent requests are running; try again."),
+    )
+}
+
+
+def resolve_settings(
+    fields: SearchFields, capabilities: Capabilities, limits: Limits
+) -> SearchSettings:
+    """The request's search settings over the backend's defaults --> SearchSettings; an
+    ApiError 422 names the first field out of range."""
+    defaults = capabilities.defaults
+    beam = defaults.beam_size if fields.beam_size is None else fields.beam_size
+    alpha = defaults.alpha if fields.alpha is None else fields.alpha
+    nbest = defaults.nbest if fields.nbest is None else fields.nbest
+    if capabilities.search_fixed:
+        for name, value, fixed in (
+            ("beam_size", beam, defaults.beam_size),
+            ("alpha", alpha, defaults.alpha),
+        ):
+            if value != fixed:
+                raise ApiError(
+                    422,
+                    name,
+                    f"{name}: this SavedModel searches with {name}={fixed}, fixed at "
+                    f"export (t2t-export --{name}); got {value}",
+                )
+    most = max(limits.max_beam_size, defaults.beam_size)  # parsing runs default to 21
+    if not 1 <= beam <= most:
+        raise ApiError(422, "beam_size", f"beam_size must be in [1, {most}], got {beam}")
+    if not (math.isfinite(alpha) and 0.0 <= alpha <= MAX_ALPHA):
+        raise ApiError(422, "alpha", f"alpha must be in [0, {MAX_ALPHA:g}], got {alpha}")
+    top = min(beam, capabilities.max_nbest or beam)
+    if not 1 <= nbest <= top:
+        raise ApiError(
+            422, "nbest", f"nbest must be in [1, {top}] (at most beam_size), got {nbest}"
+        )
+    return defaults.override(beam_size=beam, alpha=alpha, nbest=nbest)
+
+
+def check_text(text: str, field: str, limit: int, flag: str = "--max_characters") -> str:
+    """A text of at most `limit` characters that UTF-8 can encode (JSON lets a lone surrogate
+    through), else an ApiError naming `field` and the flag that sets the limit."""
+    if len(text) > limit:
+        raise ApiError(413, field, f"{field} has {len(text)} characters, more than {flag}={limit}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ApiError(
+            422, field, f"{field} is not valid Unicode at character {error.start}"
+        ) from None
+    return text
+
+
+def check_sentences(sentences: list[str], limits: Limits) -> list[str]:
+    """1 to max_sentences sentences, each passing `check_text`."""
+    if not sentences:
+        raise ApiError(422, "sentences", "sentences is empty; give at least one sentence")
+    if len(sentences) > limits.max_sentences:
+        raise ApiError(
+            413,
+            "sentences",
+            f"sentences has {len(sentences)} items, more than "
+            f"--max_sentences={limits.max_sentences}",
+        )
+    return [
+        check_text(s, f"sentences[{i}]", limits.max_characters) for i, s in enumerate(sentences)
+    ]
+
+
+def validation_error(errors: list[dict[str, Any]]) -> ApiError:
+    """FastAPI's request validation errors --> one ApiError: 400 for a body that is not
+    JSON, else 422 naming the first wrong field (`sentences[2]`, `beam_size`, ...)."""
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+    loc = [part for part in first.get("loc", ()) if part != "body"]
+    if first.get("type") == "json_invalid":
+        return ApiError(400, "body", f"the body is not valid JSON: {first.get('msg', '')}")
+    field = ""
+    for part in loc:
+        field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
+    if not field:
+        return ApiError(
+            422,
+            "body",
+            'the body must be a JSON object such as {"sentences": ["..."]}, sent '
+            "with Content-Type: application/json",
+        )
+    return ApiError(422, field, f"{field}: {first.get('msg', 'invalid')}")

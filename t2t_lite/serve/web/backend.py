@@ -1,0 +1,92 @@
+"""What `t2t-serve` needs from a model, and the two places a model comes from.
+
+A `Backend` translates a batch of sentences with given search settings and returns the attention
+of one sentence's best translation. `RunBackend` (`t2t_lite.serve.web.run_backend`) restores a
+training run as `t2t-decode` does; `SavedModelBackend` (`t2t_lite.serve.web.saved_model_backend`)
+calls the signatures of a `t2t-export` SavedModel, whose search settings are fixed at export.
+
+Results are plain JSON-able values:
+
+  translate --> one `Translation` per sentence, in order: {"source": the stripped sentence,
+    "truncated": bool, "hypotheses": [{"text": str, "score": float}, ...] best first (none for
+    an empty sentence)};
+  attention --> {"source": [S] token labels, "target": [T] token labels, "translation": str,
+    "encoder": [layers][heads][S][S], "decoder_self": [layers][heads][T][T],
+    "decoder_cross": [layers][heads][T][S]} (weights rounded to 4 decimals).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from t2t_lite.hparams import SearchSettings
+
+ATTENTION_KINDS = ("encoder", "decoder_self", "decoder_cross")
+PARSING_METRIC = "parse_f1"  # the parsing problems' metric: their outputs are trees
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a backend lets a request change and show.
+
+    defaults: the search settings a request starts from (nbest 1, as t2t-decode);
+    search_fixed: beam_size and alpha cannot change (a SavedModel's are fixed at export);
+    max_nbest: the largest nbest (None: up to the beam size);
+    attention: whether attention maps are available;
+    parsing: whether outputs are bracketed trees (drawn as trees, scored with EVALB).
+    """
+
+    defaults: SearchSettings
+    search_fixed: bool
+    max_nbest: int | None
+    attention: bool
+    parsing: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "defaults": self.defaults.to_dict()}
+
+
+class Backend(Protocol):
+    """A model `t2t-serve` can serve; its methods are called from worker threads."""
+
+    capabilities: Capabilities
+
+    def facts(self) -> dict[str, Any]:
+        """Problem, hparams set, step, checkpoint, vocabulary size, parameter count, ..."""
+        ...
+
+    def translate(self, sentences: Sequence[str], settings: SearchSettings) -> list[dict]:
+        """One `Translation` dict per sentence (see the module's docstring)."""
+        ...
+
+    def attention(self, sentence: str, settings: SearchSettings) -> dict:
+        """The attention of `sentence`'s best translation (a non-empty sentence)."""
+        ...
+
+
+def translation(source: str, truncated: bool, hypotheses: Sequence[tuple[str, float]]) -> dict:
+    """A `Translation` dict; hypotheses with a non-finite score (empty n-best slots) are left
+    out, as JSON has no infinity."""
+    kept = [
+        {"text": text, "score": float(score)}
+        for text, score in hypotheses
+        if math.isfinite(float(score))
+    ]
+    return {"source": source, "truncated": bool(truncated), "hypotheses": kept}
+
+
+def attention_json(
+    source: Sequence[str], target: Sequence[str], text: str, maps: dict[str, Any]
+) -> dict:
+    """Token labels, the translation and maps {kind: [layers, heads, q, k] arrays or lists of
+    [heads, q, k]} --> the attention dict, weights rounded to 4 decimals."""
+    result: dict[str, Any] = {"source": list(source), "target": list(target), "translation": text}
+    for kind in ATTENTION_KINDS:
+        weights = np.stack([np.asarray(layer, np.float32) for layer in maps[kind]])
+        result[kind] = np.round(weights.astype(np.float64), 4).tolist()
+    return result

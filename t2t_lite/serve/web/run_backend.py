@@ -1,0 +1,102 @@
+"""`t2t-serve --output_dir=RUN`: a training run restored as `t2t-decode` restores it.
+
+Translations come from `t2t_lite.decode.runner.Translator`, so the page shows what t2t-decode
+writes for the same checkpoint and settings (the problem's decoding constraint and
+postprocessing included), and attention from `t2t_lite.decode.visualize.sentence_attention`, the
+data t2t-visualize draws. A `Translator` compiles one search per settings; a small cache keeps
+the most recently used ones, so a page that switches between a few beam sizes does not compile
+again each time.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from t2t_lite.decode.run import Run
+from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.visualize import sentence_attention
+from t2t_lite.hparams import SearchSettings
+from t2t_lite.serve.facts import run_facts
+from t2t_lite.serve.web.backend import PARSING_METRIC, Capabilities, attention_json, translation
+
+
+class TranslatorCache:
+    """Translators of one run by search settings, the `size` most recently used kept."""
+
+    def __init__(self, run: Run, batch_tokens: int = 4096, size: int = 8):
+        if size < 1:
+            raise ValueError(f"the translator cache needs a size of at least 1, got {size}")
+        self.run, self.batch_tokens, self.size = run, batch_tokens, size
+        self._translators: collections.OrderedDict[SearchSettings, Translator] = (
+            collections.OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, settings: SearchSettings) -> Translator:
+        """The run's translator for `settings` (made on first use; the problem's constraint
+        and postprocessing as `Translator.from_run`)."""
+        with self._lock:
+            translator = self._translators.pop(settings, None)
+            if translator is None:
+                run = self.run
+                translator = Translator(
+                    run.model,
+                    run.tokenizer,
+                    settings,
+                    self.batch_tokens,
+                    run.problem.postprocess,
+                    run.constraint,
+                )
+            self._translators[settings] = translator  # now the most recent
+            while len(self._translators) > self.size:
+                self._translators.popitem(last=False)
+            return translator
+
+    def __len__(self) -> int:
+        return len(self._translators)
+
+
+class RunBackend:
+    """A restored run (`Run.restore`) behind `t2t-serve`; see `Backend`."""
+
+    def __init__(self, run: Run, batch_tokens: int = 4096, cache_size: int = 8):
+        self.run = run
+        self.translators = TranslatorCache(run, batch_tokens, cache_size)
+        self._facts = {**run.describe(), **run_facts(run), "source": "run"}
+        for key in ("output_dir", "checkpoint", "data_dir"):
+            self._facts[key] = os.path.abspath(self._facts[key])
+        self.capabilities = Capabilities(
+            defaults=run.search.override(nbest=1),
+            search_fixed=False,
+            max_nbest=None,
+            attention=hasattr(run.model, "attention_maps"),  # an ensemble has none
+            parsing=run.problem.metric == PARSING_METRIC,
+        )
+
+    def facts(self) -> dict[str, Any]:
+        return dict(self._facts)
+
+    def translate(self, sentences: Sequence[str], settings: SearchSettings) -> list[dict]:
+        translator = self.translators.get(settings)
+        names = [f"sentences[{i}]" for i in range(len(sentences))]
+        found = translator.translate(sentences, names, log_progress=False)
+        stripped = [s.strip() for s in sentences]
+        lengths = translator.tokenizer.encode(tf.constant(stripped)).row_lengths().numpy()
+        return [
+            translation(
+                source,
+                bool(source) and length + 1 > translator.max_positions,
+                [(h.text, h.score) for h in hyps],
+            )
+            for source, length, hyps in zip(stripped, lengths, found, strict=True)
+        ]
+
+    def attention(self, sentence: str, settings: SearchSettings) -> dict:
+        maps = sentence_attention(self.translators.get(settings), sentence)
+        return attention_json(maps["source"], maps["target"], maps["translation"], maps)

@@ -1,0 +1,71 @@
+"""What `t2t-serve` does: load a backend (a training run or a SavedModel), then serve the page
+and the API with uvicorn."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from absl import logging
+
+from t2t_lite.serve.web.api import Limits
+from t2t_lite.serve.web.app import create_app, is_loopback
+from t2t_lite.serve.web.backend import Backend
+
+
+def load_backend(
+    output_dir: str | None = None,
+    export_dir: str | None = None,
+    checkpoint: str | None = None,
+    data_dir: str | None = None,
+    search: Mapping[str, Any] | None = None,
+) -> Backend:
+    """A `RunBackend` for `output_dir` (restored as t2t-decode restores it, `search` over the
+    problem's defaults) or a `SavedModelBackend` for `export_dir`; exactly one of the two."""
+    if bool(output_dir) == bool(export_dir):
+        raise ValueError(
+            "give exactly one of --output_dir (a training run) and --export_dir (a SavedModel)"
+        )
+    if export_dir:
+        given = {f"--{name}": value for name, value in (search or {}).items()}
+        given.update({"--checkpoint": checkpoint, "--data_dir": data_dir})
+        flags = sorted(name for name, value in given.items() if value is not None)
+        if flags:
+            raise ValueError(
+                f"{', '.join(flags)}: only with --output_dir; a SavedModel's checkpoint, "
+                "vocabulary and search settings are fixed at export"
+            )
+        from t2t_lite.serve.web.saved_model_backend import SavedModelBackend
+
+        return SavedModelBackend(export_dir)
+    from t2t_lite.decode.run import Run
+    from t2t_lite.serve.web.run_backend import RunBackend
+
+    return RunBackend(Run.restore(output_dir, checkpoint, data_dir, search=search))
+
+
+def loopback_warning(host: str, port: int) -> str | None:
+    """The warning printed when `host` is reachable from other machines, else None."""
+    if is_loopback(host):
+        return None
+    return (
+        f"t2t-serve: warning: --host={host} is not a loopback address: anyone who can reach "
+        f"this machine on port {port} can run the model and read the run's facts (paths "
+        "included); t2t-serve has no authentication. Serve on 127.0.0.1 and put a proxy with "
+        "access control in front to share it."
+    )
+
+
+def serve(backend: Backend, limits: Limits, host: str = "127.0.0.1", port: int = 8080) -> None:
+    """Serves the page and API of `backend` on host:port until interrupted."""
+    import uvicorn
+
+    warning = loopback_warning(host, port)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    app = create_app(backend, limits)
+    shown = f"[{host}]" if ":" in host else host
+    logging.info("serving %s", backend.facts().get("problem"))
+    print(f"t2t-serve: http://{shown}:{port}/ (API: http://{shown}:{port}/docs)", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

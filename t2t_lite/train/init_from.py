@@ -1,0 +1,107 @@
+"""Fine-tuning: a new run that starts from another run's weights (`t2t-train --init_from`).
+
+The parent is a run directory (its newest checkpoint, averaged/ included) or a checkpoint path.
+The new run must use the same vocabulary (the vocabulary files' SHA-256 must be equal) and an
+hparams set whose variables have the parent's shapes; either mismatch is refused with the files
+or the variables named. The optimizer and the learning-rate schedule start afresh unless
+`init_optimizer`, which also takes the parent's Adam moments and step count.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import tensorflow as tf
+from absl import logging
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from t2t_lite.data import load_tokenizer
+from t2t_lite.runtime.atomic_io import file_sha256
+from t2t_lite.runtime.run_info import RUN_INFO_FILE, RunInfo, resolve_checkpoint
+
+
+def parent_run(init_from: str) -> tuple[str, str]:
+    """(the parent's run directory, its checkpoint path) for a run dir or a checkpoint path."""
+    if os.path.isfile(os.path.join(init_from, RUN_INFO_FILE)):
+        return init_from, resolve_checkpoint(init_from)
+    path = resolve_checkpoint("", init_from)
+    directory = os.path.dirname(os.path.abspath(path))
+    while not os.path.isfile(os.path.join(directory, RUN_INFO_FILE)):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            raise FileNotFoundError(
+                f"--init_from={init_from}: no {RUN_INFO_FILE} beside or above {path}, so its "
+                "vocabulary cannot be checked"
+            )
+        directory = parent
+    return directory, path
+
+
+def check_vocabulary(parent_dir: str, parent_vocab: str, vocab: str) -> None:
+    """Refuses a fine-tuning run whose vocabulary file differs from its parent's."""
+    if file_sha256(parent_vocab) != file_sha256(vocab):
+        raise ValueError(
+            f"--init_from: the run in {parent_dir} was trained with the vocabulary {parent_vocab}, "
+            f"which differs from {vocab} (SHA-256); make the new data with the parent's vocabulary "
+            "(text2text: --problem_options=vocab_model=PARENT_DATA_DIR/vocab.bpe.model)"
+        )
+
+
+def model_variable_shapes(path: str) -> dict[str, list[int]]:
+    """Object path under "model" (e.g. model/encoder/layer_0/.../kernel) --> shape of each
+    variable in a checkpoint, read from its object graph: a variable's key depends on which
+    object reached it first (the optimizer may), its path from the model does not."""
+    reader = tf.train.load_checkpoint(path)
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    shapes = reader.get_variable_to_shape_map()
+    root = [c.node_id for c in graph.nodes[0].children if c.local_name == "model"]
+    stack, seen, found = [(node, "model") for node in root], set(), {}
+    while stack:
+        node_id, name = stack.pop()
+        if node_id in seen:
+            continue
+        seen.add(node_id)
+        node = graph.nodes[node_id]
+        for attribute in node.attributes:
+            if attribute.name == "VARIABLE_VALUE":
+                found[name] = shapes.get(attribute.checkpoint_key)
+        stack += [(child.node_id, f"{name}/{child.local_name}") for child in node.children]
+    return found
+
+
+def check_shapes(model: tf.Module, path: str) -> None:
+    """Refuses a parent checkpoint whose model variables are missing or differ in shape from
+    `model`'s, naming them (the first ten)."""
+    with tempfile.TemporaryDirectory() as directory:
+        mine = tf.train.Checkpoint(model=model).write(os.path.join(directory, "ckpt"))
+        wanted = model_variable_shapes(mine)
+    found = model_variable_shapes(path)
+    bad = [
+        f"{name} {shape} (the parent's: {found.get(name, 'none')})"
+        for name, shape in sorted(wanted.items())
+        if found.get(name) != shape
+    ]
+    if bad:
+        raise ValueError(
+            f"--init_from={path}: {len(bad)} variables of this hparams set do not match the "
+            f"parent's: " + "; ".join(bad[:10])
+        )
+
+
+def initialize_from(trainer, init_from: str, vocab: str, init_optimizer: bool = False) -> str:
+    """Loads the parent's weights (and optimizer state if `init_optimizer`) into `trainer`,
+    whose model's vocabulary file is `vocab`; returns the parent's checkpoint path."""
+    parent_dir, path = parent_run(init_from)
+    parent_vocab = load_tokenizer(RunInfo.load(parent_dir).data_dir).path
+    check_vocabulary(parent_dir, parent_vocab, vocab)
+    check_shapes(trainer.model, path)
+    parts = {"model": trainer.model}
+    if init_optimizer:
+        parts["optimizer"] = trainer.optimizer
+    tf.train.Checkpoint(**parts).restore(path).expect_partial().assert_existing_objects_matched()
+    logging.info(
+        "initialized from %s (%s)", path, "weights and optimizer" if init_optimizer else "weights"
+    )
+    return path

@@ -1,0 +1,206 @@
+"""t2t-export --format=ctranslate2: CTranslate2 scores every kind of layout exactly as the model
+does, its beam search finds t2t-decode's translations on 50 sentences of a trained tiny model,
+the README beside the model runs, and what it cannot hold is refused naming the setting."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import types
+
+import ctranslate2
+import numpy as np
+import pytest
+from decoding_helpers import padded, random_inputs, tiny_model
+
+from t2t_lite.decode import transformer_step
+from t2t_lite.decode.ensemble import Ensemble
+from t2t_lite.decode.run import Run
+from t2t_lite.hparams import SearchSettings, get_hparams
+from t2t_lite.problems import get_problem
+from t2t_lite.serve import ctranslate2_export as ct2
+from t2t_lite.train.loop import TrainConfig, train
+
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+MAX_POSITIONS = 24
+EXTRA = 6
+WORDS = "the a cat dog sat on mat big small house red blue runs over under".split()
+TOKENS = ["<pad>", "<EOS>", "<unk>"] + [f"t{i}" for i in range(3, 13)]
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """No reseeding (tests/serve/test_export.py): SentencePiece resources live across tests."""
+    yield
+
+
+def _sentences(count: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, rng.integers(2, 8))) for _ in range(count)]
+
+
+def _write(path, lines: list[str]) -> str:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A text2text run (SentencePiece) trained briefly to reverse word order, and its export."""
+    root = tmp_path_factory.mktemp("ct2")
+    sources = _sentences(1200, seed=1)
+    targets = [" ".join(s.split()[::-1]) for s in sources]
+    files = {}
+    for split, part in (("train", slice(0, 1100)), ("dev", slice(1100, 1200))):
+        files[f"{split}_src"] = _write(root / f"{split}.src", sources[part])
+        files[f"{split}_tgt"] = _write(root / f"{split}.tgt", targets[part])
+    data_dir, output_dir = str(root / "data"), str(root / "run")
+    problem = get_problem("text2text")
+    problem.generate_data(data_dir, vocab_size=60, **files)
+    hparams = get_hparams(
+        "transformer_tiny",
+        "num_encoder_layers=2,num_decoder_layers=2,d_model=32,d_ff=64,num_heads=4,"
+        f"max_positions={MAX_POSITIONS},batch_size=1024,learning_rate=0.5,warmup_steps=50",
+    )
+    config = TrainConfig(output_dir, data_dir, train_steps=250, eval_every=250, save_every=250)
+    train(problem, config, hparams, "transformer_tiny")
+    run = Run.restore(output_dir, search={"beam_size": 4, "alpha": 0.0, "extra_length": EXTRA})
+    start = time.monotonic()
+    path, info = ct2.export_run(run, str(root / "ct2"))
+    return {"run": run, "path": path, "info": info, "seconds": time.monotonic() - start}
+
+
+def _ct2_ids(translator, tokens: list[str], source: list[int], beam: int) -> list[int]:
+    """CTranslate2's best hypothesis for one sentence (ids without EOS, then EOS if it ended),
+    searched as t2t-decode searches: same beam, no length penalty, this sentence's maximum
+    length (its tokens + EOS + EXTRA, at most the model's positions)."""
+    (result,) = translator.translate_batch(
+        [[tokens[i] for i in source]],
+        beam_size=beam,
+        length_penalty=0.0,
+        max_input_length=MAX_POSITIONS,
+        max_decoding_length=min(len(source) + 1 + EXTRA, MAX_POSITIONS),
+        return_end_token=True,
+    )
+    index = {token: i for i, token in enumerate(tokens)}
+    return [index[token] for token in result.hypotheses[0]]
+
+
+def test_beam_search_finds_t2t_decodes_translations(trained):
+    run, path = trained["run"], trained["path"]
+    assert trained["seconds"] < 10, trained["seconds"]
+    tokens = ct2.vocabulary_tokens(run.tokenizer.path)
+    translator = ctranslate2.Translator(path, device="cpu", compute_type="float32")
+    lines = _sentences(50, seed=9)
+    sources = [run.tokenizer.encode_py(line) for line in lines]
+    width = max(map(len, sources)) + 1
+    inputs = np.array([padded(tuple(s + [1]), width) for s in sources], np.int32)
+    found = transformer_step.translate_ids(
+        run.model, inputs, beam_size=4, alpha=0.0, extra_length=EXTRA
+    )
+    ours = [[t for t in row if t] for row in found.ids.numpy()[:, 0].tolist()]
+    theirs = [_ct2_ids(translator, tokens, source, 4) for source in sources]
+    differ = [i for i in range(50) if ours[i] != theirs[i]]
+    if differ:  # only an exact tie may go either way: equal log-probs under the model
+        ids = np.array([padded(tuple(theirs[i]), MAX_POSITIONS) for i in differ], np.int32)
+        scores = transformer_step.score_ids(run.model, inputs[differ], ids).numpy()
+        np.testing.assert_allclose(scores, found.scores.numpy()[differ, 0], atol=1e-5)
+    assert len(differ) <= 2, differ
+    right = sum(
+        run.tokenizer.decode_py(o) == " ".join(s.split()[::-1])
+        for o, s in zip(ours, lines, strict=True)
+    )
+    assert right >= 25, f"the model is barely trained: {right} of 50 reversed"
+    assert sum(o[-1:] == [1] for o in ours) >= 45  # most end with EOS, not at the maximum
+
+
+def test_folder_holds_vocabulary_and_a_readme_that_runs(trained):
+    path, info = trained["path"], trained["info"]
+    assert sorted(os.listdir(path)) == [
+        "README.md",
+        "config.json",
+        "model.bin",
+        "shared_vocabulary.json",
+        "t2t_export.json",
+        "vocab.bpe.model",
+    ]
+    with open(os.path.join(path, "config.json")) as f:
+        config = json.load(f)
+    assert config["decoder_start_token"] == "<pad>" and config["eos_token"] == "<EOS>"
+    assert config["add_source_eos"] is True and config["layer_norm_epsilon"] == 1e-6
+    assert info["quantization"] == "float32" and info["checkpoint"].endswith("ckpt-250")
+    with open(os.path.join(path, "README.md")) as f:
+        (code,) = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    code = code.replace('folder = "."', f"folder = {path!r}")
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("['") and len(eval(done.stdout)) == 1  # noqa: S307
+
+
+def test_cli_converts_with_int8_and_refuses_unknown_quantization(trained, tmp_path):
+    run = trained["run"]
+    command = [sys.executable, "-m", "t2t_lite.bin.t2t_export", f"--output_dir={run.output_dir}"]
+    flags = ["--format=ctranslate2", f"--export_dir={tmp_path}"]
+    done = subprocess.run(
+        command + flags + ["--ct2_quantization=int8"], capture_output=True, text=True, env=ENV
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["ctranslate2"] == str(tmp_path / "1")
+    translator = ctranslate2.Translator(report["ctranslate2"], compute_type="int8")
+    assert translator.translate_batch([["▁the", "▁cat"]])[0].hypotheses[0]
+    with pytest.raises(ValueError, match="--ct2_quantization='int4' is not one of"):
+        ct2.export_run(run, str(tmp_path), quantization="int4")
+    assert sorted(os.listdir(tmp_path)) == ["1"]  # nothing half-written
+
+
+LAYOUTS = [
+    "",
+    ",norm_position=pre",
+    ",shared_embeddings=false,position_encoding=sinusoid_concat",
+    ",position_encoding=learned,norm_position=pre",
+    ",d_k=12,d_v=12",
+]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_scores_as_the_model(layout, tmp_path):
+    """Post- and pre-norm, shared or separate embeddings, each position table, heads wider than
+    d_model / h: CTranslate2's log-probs of given targets equal the model's."""
+    model = tiny_model(13, seed=4, overrides=layout)
+    ct2.T2TLiteConverter(model, TOKENS).convert(str(tmp_path / "m"))
+    translator = ctranslate2.Translator(str(tmp_path / "m"), compute_type="float32")
+    inputs, targets = random_inputs(6, 6, 13, seed=2), random_inputs(6, 5, 13, seed=3)
+    words = [[[TOKENS[i] for i in row if i > 1] for row in ids] for ids in (inputs, targets)]
+    scored = translator.score_batch(*words)
+    assert scored[0].tokens[-1] == "<EOS>"
+    expected = transformer_step.score_ids(model, inputs, targets).numpy()
+    np.testing.assert_allclose([sum(r.log_probs) for r in scored], expected, atol=2e-5)
+
+
+def test_what_ctranslate2_cannot_hold_is_refused():
+    def fake_run(model, **search):
+        return types.SimpleNamespace(
+            model=model,
+            hparams=model.hparams,
+            search=SearchSettings(**search),
+            problem=types.SimpleNamespace(name="parse_gum"),
+        )
+
+    model = tiny_model(13)
+    assert ct2.refusal(fake_run(model)) is None
+    parsing = tiny_model(13)
+    parsing.output_vocab_size = 9
+    assert "output_vocab_size=9 < vocab_size=13" in ct2.refusal(fake_run(parsing))
+    wide_keys = tiny_model(13, overrides=",d_k=12")
+    assert "d_k=12 != d_v=8" in ct2.refusal(fake_run(wide_keys))
+    assert "--noconstrained" in ct2.refusal(fake_run(model, constrained=True))
+    assert "several checkpoints" in ct2.refusal(fake_run(Ensemble([model, model])))
+    with pytest.raises(ValueError, match="must begin with"):
+        ct2.T2TLiteConverter(model, TOKENS[::-1])

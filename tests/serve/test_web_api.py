@@ -1,0 +1,268 @@
+"""t2t-serve's JSON API on a training run, through FastAPI's TestClient: translations equal
+t2t-decode's for the same checkpoint and settings, attention maps match the tokens and
+t2t-visualize's data, and every kind of bad input gets a 4xx answer naming the field."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import serve_helpers
+from fastapi.testclient import TestClient
+
+from t2t_lite.decode.run import Run
+from t2t_lite.decode.runner import DecodeConfig, Translator, run_decode
+from t2t_lite.decode.visualize import sentence_attention
+from t2t_lite.hparams import SearchSettings
+from t2t_lite.serve.web.api import Limits
+from t2t_lite.serve.web.app import create_app
+from t2t_lite.serve.web.backend import Capabilities
+from t2t_lite.serve.web.run_backend import RunBackend, TranslatorCache
+from t2t_lite.serve.web.server import load_backend, loopback_warning
+
+LIMITS = Limits(max_sentences=12, max_characters=120, max_concurrent=2, max_beam_size=6)
+LONG = " ".join(["the red box"] * 9)  # more tokens than the model's 24 positions
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """No reseeding: it would drop the module's SentencePiece resources (serve_helpers)."""
+    yield
+
+
+@pytest.fixture(scope="module")
+def output_dir(tmp_path_factory):
+    return serve_helpers.text_run(tmp_path_factory.mktemp("web_api"))
+
+
+@pytest.fixture(scope="module")
+def backend(output_dir):
+    return load_backend(output_dir=output_dir)
+
+
+@pytest.fixture(scope="module")
+def client(backend):
+    with TestClient(create_app(backend, LIMITS)) as client:
+        yield client
+
+
+def decoded(output_dir, tmp_path, lines, nbest, **search):
+    """t2t-decode's output for `lines`: per line, [(text, score)] (Moses n-best lines)."""
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    config = DecodeConfig(
+        output_dir, decode_from_file=str(source), decode_to_file=str(target), nbest=nbest, **search
+    )
+    run_decode(config)
+    found = [[] for _ in lines]
+    for line in target.read_text(encoding="utf-8").splitlines():
+        index, text, score = line.split(" ||| ")
+        found[int(index)].append((text, float(score)))
+    return found
+
+
+@pytest.mark.parametrize("search", [{}, {"beam_size": 3, "alpha": 0.6}])
+def test_translations_equal_t2t_decode(output_dir, client, tmp_path, search):
+    lines = serve_helpers.sentences(9, seed=5) + ["", "  we saw  ", LONG]
+    nbest = search.get("beam_size", 2)  # the problem's default beam is 4
+    expected = decoded(output_dir, tmp_path, lines, nbest, **search)
+    answer = client.post("/api/translate", json={"sentences": lines, "nbest": nbest, **search})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["settings"]["nbest"] == nbest
+    for line, result, want in zip(lines, body["results"], expected, strict=True):
+        assert result["source"] == line.strip()
+        assert result["truncated"] == (line == LONG)
+        if not line.strip():  # t2t-decode writes empty hypotheses scored 0
+            assert result["hypotheses"] == [] and want == [("", 0.0)] * nbest
+            continue
+        got = [(h["text"], h["score"]) for h in result["hypotheses"]]
+        assert [text for text, _ in got] == [text for text, _ in want]
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=2e-6)
+
+
+def test_default_settings_are_the_runs(output_dir, client):
+    run = Run.restore(output_dir)
+    answer = client.post("/api/translate", json={"sentences": ["we saw the box"]}).json()
+    assert answer["settings"] == run.search.override(nbest=1).to_dict()
+    best = Translator.from_run(run).translate(["we saw the box"], ["x"], log_progress=False)
+    assert answer["results"][0]["hypotheses"][0]["text"] == best[0][0].text
+
+
+def test_attention_matches_tokens_and_visualize(output_dir, client):
+    sentence = "you took the small boxes here"
+    answer = client.post("/api/attention", json={"sentence": sentence, "beam_size": 2})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    run = Run.restore(output_dir, search={"beam_size": 2})
+    reference = sentence_attention(Translator.from_run(run), sentence)
+    assert body["source"] == reference["source"] and body["source"][-1] == "</s>"
+    assert body["target"] == reference["target"]
+    assert body["translation"] == reference["translation"]
+    s, t = len(body["source"]), len(body["target"])
+    hp = run.hparams
+    shapes = {
+        "encoder": (hp.num_encoder_layers, hp.num_heads, s, s),
+        "decoder_self": (hp.num_decoder_layers, hp.num_heads, t, t),
+        "decoder_cross": (hp.num_decoder_layers, hp.num_heads, t, s),
+    }
+    for kind, shape in shapes.items():
+        weights = np.array(body[kind])
+        assert weights.shape == shape, kind
+        np.testing.assert_allclose(weights, np.stack(reference[kind]), atol=6e-5)
+        np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-3)  # each query's weights
+
+
+def test_info_page_and_docs(output_dir, client, backend):
+    info = client.get("/api/info").json()
+    facts = info["facts"]
+    assert facts["problem"] == "text2text" and facts["hparams_set"] == "transformer_tiny"
+    assert facts["step"] == 1 and facts["checkpoint"].endswith("ckpt-1")
+    assert facts["parameters"] == backend.run.model.count_params() > 0
+    assert facts["vocab_size"] == 60
+    assert info["capabilities"]["attention"] and not info["capabilities"]["parsing"]
+    assert info["limits"]["max_sentences"] == LIMITS.max_sentences
+    page = client.get("/")
+    assert page.status_code == 200 and 'id="sentences"' in page.text
+    for asset in ("app.js", "draw.js", "style.css"):
+        assert client.get(f"/static/{asset}").status_code == 200, asset
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/api/info", "/api/translate", "/api/attention", "/api/evalb"} <= set(paths)
+    assert client.get("/docs").status_code == 200
+
+
+OK = {"sentences": ["we saw"]}
+BAD_REQUESTS = [
+    # (path, JSON body or raw bytes, status, field)
+    ("/api/translate", b'{"sentences": ["a"', 400, "body"),
+    ("/api/translate", b"not json", 400, "body"),
+    ("/api/translate", [1, 2], 422, "body"),
+    ("/api/translate", {}, 422, "sentences"),
+    ("/api/translate", {"sentences": []}, 422, "sentences"),
+    ("/api/translate", {"sentences": "we saw"}, 422, "sentences"),
+    ("/api/translate", {"sentences": ["a", 5]}, 422, "sentences[1]"),
+    ("/api/translate", {"sentences": ["a"] * 13}, 413, "sentences"),
+    ("/api/translate", {"sentences": ["a", "b" * 121]}, 413, "sentences[1]"),
+    ("/api/translate", b'{"sentences": ["\\ud800"]}', 422, "sentences[0]"),
+    ("/api/translate", {**OK, "beam": 2}, 422, "beam"),
+    ("/api/translate", {**OK, "beam_size": 0}, 422, "beam_size"),
+    ("/api/translate", {**OK, "beam_size": 7}, 422, "beam_size"),
+    ("/api/translate", {**OK, "beam_size": 10**30}, 422, "beam_size"),
+    ("/api/translate", {**OK, "beam_size": True}, 422, "beam_size"),
+    ("/api/translate", {**OK, "beam_size": "3"}, 422, "beam_size"),
+    ("/api/translate", {**OK, "beam_size": 2.5}, 422, "beam_size"),
+    ("/api/translate", {**OK, "alpha": -0.1}, 422, "alpha"),
+    ("/api/translate", {**OK, "alpha": 11}, 422, "alpha"),
+    ("/api/translate", b'{"sentences": ["a"], "alpha": NaN}', 422, "alpha"),
+    ("/api/translate", b'{"sentences": ["a"], "alpha": Infinity}', 422, "alpha"),
+    ("/api/translate", {**OK, "nbest": 0}, 422, "nbest"),
+    ("/api/translate", {**OK, "beam_size": 2, "nbest": 3}, 422, "nbest"),
+    ("/api/attention", {"sentence": "   "}, 422, "sentence"),
+    ("/api/attention", {"sentence": "a" * 121}, 413, "sentence"),
+    ("/api/attention", {"sentence": "we", "nbest": -1}, 422, "nbest"),
+    ("/api/attention", {"sentences": ["we"]}, 422, "sentence"),
+    ("/api/evalb", {"gold": "(S (NP a)", "test": "(S (NN a))"}, 422, "gold"),
+    ("/api/evalb", {"gold": "(S (NN a))", "test": "no tree"}, 422, "test"),
+    ("/api/evalb", {"gold": "(S (NN a))"}, 422, "test"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "status", "field"), BAD_REQUESTS)
+def test_bad_input_gets_4xx_naming_the_field(client, path, body, status, field):
+    if isinstance(body, bytes):
+        answer = client.post(path, content=body, headers={"Content-Type": "application/json"})
+    else:
+        answer = client.post(path, json=body)
+    assert answer.status_code == status, answer.text
+    error = answer.json()
+    assert error["field"] == field
+    assert field.split("[")[0] in error["error"], error  # the message names the field too
+
+
+def test_form_body_and_oversized_body(client):
+    answer = client.post("/api/translate", data={"sentences": "a"})
+    assert answer.status_code == 422 and "Content-Type: application/json" in answer.json()["error"]
+    answer = client.post(
+        "/api/translate",
+        content=b" " * (LIMITS.max_body_bytes + 1),
+        headers={"Content-Type": "application/json"},
+    )
+    assert answer.status_code == 413 and answer.json()["field"] == "body"
+    assert client.get("/api/translate").status_code == 405
+    assert client.get("/no/such/page").status_code == 404
+
+
+class BlockingBackend:
+    """A backend whose translate waits for `release`: requests pile up as slow searches do."""
+
+    capabilities = Capabilities(SearchSettings(nbest=1), False, None, False, False)
+
+    def __init__(self):
+        self.started, self.release = threading.Semaphore(0), threading.Event()
+
+    def facts(self):
+        return {}
+
+    def translate(self, sentences, settings):
+        self.started.release()
+        self.release.wait(30)
+        return [{"source": s, "truncated": False, "hypotheses": []} for s in sentences]
+
+
+def test_concurrent_requests_beyond_the_limit_get_429():
+    backend = BlockingBackend()
+    with TestClient(create_app(backend, Limits(max_concurrent=2))) as client:
+        answers = []
+
+        def request():
+            answers.append(client.post("/api/translate", json=OK).status_code)
+
+        threads = [threading.Thread(target=request) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for _ in threads:  # both are searching in worker threads
+            assert backend.started.acquire(timeout=30)
+        assert client.get("/api/info").status_code == 200  # the server still answers
+        busy = client.post("/api/translate", json=OK)
+        assert busy.status_code == 429 and "--max_concurrent=2" in busy.json()["error"]
+        answer = client.post("/api/attention", json={"sentence": "a"})
+        assert answer.status_code == 404  # this backend has no attention
+        backend.release.set()
+        for thread in threads:
+            thread.join(30)
+        assert answers == [200, 200]
+        assert client.post("/api/translate", json=OK).status_code == 200
+
+
+def test_translator_cache_keeps_the_most_recent(output_dir):
+    run = Run.restore(output_dir)
+    cache = TranslatorCache(run, size=2)
+    first = [cache.get(run.search.override(beam_size=b)) for b in (1, 2)]
+    assert cache.get(run.search.override(beam_size=1)) is first[0]
+    cache.get(run.search.override(beam_size=3))  # evicts beam 2, the least recent
+    assert len(cache) == 2
+    assert cache.get(run.search.override(beam_size=1)) is first[0]
+    assert cache.get(run.search.override(beam_size=2)) is not first[1]
+
+
+def test_run_backend_facts_and_limits_checks(output_dir):
+    backend = RunBackend(Run.restore(output_dir))
+    assert backend.capabilities.defaults.nbest == 1 and not backend.capabilities.search_fixed
+    with pytest.raises(ValueError, match="--max_concurrent"):
+        Limits(max_concurrent=0)
+
+
+def test_load_backend_flags_and_binding_warning(output_dir):
+    with pytest.raises(ValueError, match="exactly one of --output_dir"):
+        load_backend()
+    with pytest.raises(ValueError, match="exactly one of --output_dir"):
+        load_backend(output_dir=output_dir, export_dir="x")
+    with pytest.raises(ValueError, match="--beam_size, --checkpoint: only with --output_dir"):
+        load_backend(export_dir="x", checkpoint="c", search={"beam_size": 2, "alpha": None})
+    with pytest.raises(FileNotFoundError, match="--export_dir="):
+        load_backend(export_dir=output_dir)
+    for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        assert loopback_warning(host, 8080) is None, host
+    for host in ("0.0.0.0", "192.168.1.5", "::", "example.org"):
+        assert "not a loopback address" in loopback_warning(host, 8080), host

@@ -1,0 +1,87 @@
+"""t2t-serve in a real browser: the `t2t-serve` command runs as a subprocess on a tiny model and
+headless Chromium (Debian's `chromium`, driven by Playwright) uses the page as a person would.
+
+The steps are those of scripts/screenshot_serve.py, which makes the README's picture. Without
+Chromium the tests skip, except under CI (CI=true), where .ci/run installs it and they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import serve_helpers
+
+from t2t_lite.decode.run import Run
+from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.visualize import sentence_attention
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+import screenshot_serve  # noqa: E402
+
+SENTENCE = "we saw the small boxes here"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = screenshot_serve.find_chromium()
+    missing = None if path else "no chromium on the PATH (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing = "playwright is not installed (pip install -e '.[test]')"
+    if missing and os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        pytest.fail(f"CI: {missing}; .ci/run installs it")
+    if missing:
+        pytest.skip(missing)
+    return path
+
+
+def test_translate_and_click_a_target_token(chromium, tmp_path):
+    output_dir = serve_helpers.text_run(tmp_path)
+    png = str(tmp_path / "t2t-serve.png")
+    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
+        shown = screenshot_serve.screenshot(url, [SENTENCE], png, chromium)
+    # The page searches with the run's defaults; its attention is that of the best translation.
+    reference = sentence_attention(Translator.from_run(Run.restore(output_dir)), SENTENCE)
+    assert shown["source"] == reference["source"]
+    assert shown["target"] == reference["target"]
+    assert shown["translation"] == reference["translation"]
+    assert shown["cells"] == len(reference["source"]) * len(reference["target"]) > 0
+    assert shown["selected"] == reference["target"][min(1, len(reference["target"]) - 1)]
+    assert os.path.getsize(png) > 10_000
+
+
+def test_parse_tree_and_gold_tree_score(chromium, tmp_path):
+    output_dir = serve_helpers.parsing_run(tmp_path)
+    words = "We saw the red box .".split()
+    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
+        with screenshot_serve.browser_page(chromium) as page:
+            page.goto(url)
+            page.wait_for_selector("#translate:enabled")
+            page.fill("#sentences", " ".join(words))
+            page.click("#translate")
+            page.wait_for_selector(".result .tree svg")
+            drawn = page.locator(".result .tree svg text.word").all_text_contents()
+            page.click(".result details.gold summary")
+            page.fill(".result .gold-input", serve_helpers.GOLD_TREES[0])
+            page.click(".result details.gold button")
+            page.wait_for_selector(".result .evalb:has-text('F1')")
+            score = page.locator(".result .evalb").inner_text()
+            gold_words = page.locator(".result details.gold .tree text.word").all_text_contents()
+            page.fill(".result .gold-input", "(S (NP")
+            page.click(".result details.gold button")
+            page.wait_for_selector(".result .evalb .error")
+            error = page.locator(".result .evalb .error").inner_text()
+            page.fill("#beam_size", "0")  # an error shown in place, the field outlined
+            page.click("#translate")
+            page.wait_for_selector("#error:visible")
+            form_error = page.locator("#error").inner_text()
+            outlined = page.locator("#beam_size.invalid").count()
+            page.screenshot(path=str(tmp_path / "parsing.png"), full_page=True)
+    assert drawn == words  # the tree's leaves, left to right
+    assert gold_words == words
+    assert score.startswith("F1 ") and "precision" in score
+    assert error.startswith("gold is not one bracketed tree")
+    assert form_error == "beam_size must be in [1, 21], got 0" and outlined == 1
