@@ -6,30 +6,19 @@ from __future__ import annotations
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
-from decoding_helpers import tiny_model
+from decoding_helpers import write_tiny_run
 
 from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import DecodeConfig, run_decode
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 from t2t_lite.serve import export
 
-WORDS = [str(i) for i in range(10)]  # algorithmic_copy's vocabulary: ids 3..12
 LINES = ["1 2 3", "4 5 6 7 8", "9", "2 2 2 2", "3 1 4 1 5 9 2 6"]
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("sampling")
-    data_dir, output_dir = root / "data", root / "run"
-    data_dir.mkdir()
-    (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>"] + WORDS))
-    model = tiny_model(13, seed=11)
-    RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model.hparams, 13).save(
-        str(output_dir)
-    )
-    tf.train.CheckpointManager(
-        tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), 1
-    ).save()
+    write_tiny_run(root, max_positions=32, seed=11)
     (root / "in.txt").write_text("\n".join(LINES) + "\n")
     return root
 
@@ -37,7 +26,7 @@ def run_dir(tmp_path_factory):
 def _decode(root, name: str, **flags) -> list[str]:
     target = root / f"{name}.txt"
     config = DecodeConfig(
-        str(root / "run"),
+        str(root / "out"),
         decode_from_file=str(root / "in.txt"),
         decode_to_file=str(target),
         extra_length=12,
@@ -61,7 +50,7 @@ def test_cli_sampling_is_seeded_and_temperature_0_is_greedy(run_dir):
 
 
 def _export(root, name: str, search: dict):
-    run = Run.restore(str(root / "run"), search={"extra_length": 12, **search})
+    run = Run.restore(str(root / "out"), search={"extra_length": 12, **search})
     path, info = export.export_run(run, str(root / name))
     return tf.saved_model.load(path), info
 

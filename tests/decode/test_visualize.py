@@ -8,13 +8,12 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from decoding_helpers import tiny_model
+from decoding_helpers import tiny_model, write_tiny_run
 
 from t2t_lite.data import load_tokenizer
 from t2t_lite.decode.runner import Translator
 from t2t_lite.decode.visualize import sentence_attention, write_pictures
 from t2t_lite.hparams import SearchSettings
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 
 from numpy_reference import softmax
 
@@ -65,16 +64,7 @@ def test_pictures_and_page(tmp_path):
 
 
 def test_cli(tmp_path):
-    data_dir, output_dir = tmp_path / "data", tmp_path / "out"
-    data_dir.mkdir()
-    (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>"] + WORDS))
-    model = tiny_model(13, seed=7)
-    RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model.hparams, 13).save(
-        str(output_dir)
-    )
-    tf.train.CheckpointManager(
-        tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), 1
-    ).save()
+    output_dir, _, _ = write_tiny_run(tmp_path, max_positions=32, seed=7)
     result = subprocess.run(
         [
             sys.executable,
