@@ -13,6 +13,7 @@ import sys
 from absl import app, flags, logging
 
 from t2t_lite.bin import cli
+from t2t_lite.train import budget
 from t2t_lite.train import loop as training
 from t2t_lite.train.loop import METRIC_DIRECTIONS, STRATEGIES
 
@@ -36,7 +37,14 @@ flags.DEFINE_enum("strategy", "auto", STRATEGIES, "auto: multi_worker if TF_CONF
 flags.DEFINE_enum("best_metric", "dev_loss", list(METRIC_DIRECTIONS), "Keeps output_dir/best/.")
 flags.DEFINE_integer("early_stopping", 0, "Stop after N evaluations without a better best_metric.")
 flags.DEFINE_integer("bleu_examples", 0, "sacreBLEU of greedy decoding on N dev examples.")
-flags.DEFINE_float("train_minutes", 0.0, "Stop (evaluate, save) after M minutes; rerun resumes.")
+flags.DEFINE_float(
+    "train_minutes",
+    0.0,
+    "A time budget of M minutes for the run: the learning rate peaks early and decays to zero "
+    "when they are spent (unless --hparams sets learning_rate_schedule; then the clock only "
+    "stops training), and the best of the last, averaged and EMA weights is kept in "
+    "output_dir/final. A rerun resumes with the minutes left.",
+)
 flags.DEFINE_string("init_from", "", "Fine-tune: start from this run's (checkpoint's) weights.")
 flags.DEFINE_boolean("init_optimizer", False, "With --init_from: its optimizer and step too.")
 
@@ -50,6 +58,7 @@ def main() -> None:
         problems.import_usr_dir(FLAGS.usr_dir)
     try:
         hparams = get_hparams(FLAGS.hparams_set, FLAGS.hparams)
+        hparams = budget.budget_hparams(hparams, FLAGS.train_minutes, FLAGS.hparams)
     except (KeyError, ValueError) as e:
         raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
     values = {name: FLAGS[name].value for name in training.TrainConfig.__dataclass_fields__}

@@ -9,7 +9,7 @@ from typing import Any
 
 NORM_POSITIONS = ("post", "pre")
 POSITION_ENCODINGS = ("sinusoid", "sinusoid_concat", "learned")
-LEARNING_RATE_SCHEDULES = ("rsqrt_warmup", "constant")
+LEARNING_RATE_SCHEDULES = ("rsqrt_warmup", "constant", "linear_budget")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
@@ -43,9 +43,16 @@ class HParams:
     relu_dropout: float = 0.0  # on the feed-forward hidden activations (tensor2tensor's too)
     label_smoothing: float = 0.1  # epsilon_ls
     # Optimization (section 5.3): the rate is learning_rate * d_model^-0.5 * min(...).
-    learning_rate_schedule: str = "rsqrt_warmup"  # or "constant": learning_rate throughout
+    # "constant": learning_rate throughout. "linear_budget" (t2t_lite.train.budget, what
+    # `--train_minutes` chooses unless a schedule is given): the peak rsqrt_warmup reaches at
+    # warmup_steps, then a linear decay to zero at the end of `budget_minutes` of training.
+    learning_rate_schedule: str = "rsqrt_warmup"
     learning_rate: float = 1.0
     warmup_steps: int = 4000
+    budget_minutes: float = 0.0  # the time budget of a linear_budget run
+    # > 0: Adam also keeps an exponential moving average of the weights with this momentum,
+    # one candidate of the end-of-run choice (t2t_lite.train.final_choice).
+    ema_momentum: float = 0.0
     # Adam (section 5.3), and an optional clip of the gradients.
     adam_beta1: float = 0.9
     adam_beta2: float = 0.98
@@ -80,7 +87,15 @@ class HParams:
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"hparam {name} must be positive, got {getattr(self, name)}")
-        for name in ("dropout", "attention_dropout", "relu_dropout", "label_smoothing"):
+        if self.learning_rate_schedule == "linear_budget" and self.budget_minutes <= 0:
+            raise ValueError("learning_rate_schedule=linear_budget needs budget_minutes > 0")
+        for name in (
+            "dropout",
+            "attention_dropout",
+            "relu_dropout",
+            "label_smoothing",
+            "ema_momentum",
+        ):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"hparam {name} must be in [0, 1), got {getattr(self, name)}")
         if not (self.d_k or self.d_v) and self.d_model % self.num_heads:

@@ -23,6 +23,7 @@ from absl import logging
 from t2t_lite.data import (
     Tokenizer,
     adopt_sentencepiece,
+    auto_vocab_size,
     build_vocab,
     load_tokenizer,
     pipeline,
@@ -272,6 +273,10 @@ class Problem:
             logging.info("%s: the vocabulary is %s", self.name, options["vocab_model"])
             adopt_sentencepiece(os.path.expanduser(options["vocab_model"]), data_dir)
         else:
+            if not vocab_size:
+                pairs = sum(1 for _ in self.text_pairs("train", options))
+                vocab_size = auto_vocab_size(pairs)
+                logging.info("%s: %d training pairs: vocab_size %d", self.name, pairs, vocab_size)
             logging.info("%s: training a %s vocabulary of %d", self.name, vocab_type, vocab_size)
             words = self.vocab_words(options)
             texts = _logged(self.vocab_texts(options), "vocabulary: %d texts read")

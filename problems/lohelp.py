@@ -14,7 +14,7 @@ import html.parser
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 from absl import logging
@@ -42,6 +42,10 @@ _VOID = {
 _SKIP = {"script", "style"}
 # Hash buckets of the English side, out of 1000: about 3% dev and 3% test.
 DEV_BUCKETS, TEST_BUCKETS = range(0, 30), range(30, 60)
+# The help's modules, the folders of text/ (LibreOffice 7.4).
+HELP_MODULES = (
+    "sbasic", "scalc", "schart", "sdatabase", "sdraw", "shared", "simpress", "smath", "swriter",
+)  # fmt: skip
 
 
 class _ParagraphParser(html.parser.HTMLParser):
@@ -106,13 +110,36 @@ def _pages(root: str) -> list[str]:
     return sorted(pages)
 
 
-def align_help(help_root: str, language: str) -> Iterator[tuple[str, str, str]]:
-    """Yields (page/id, English text, translated text) for ids present in both languages."""
+def module_filter(modules: str) -> Callable[[str], bool]:
+    """Which help pages (paths like text/scalc/01/func.html) the `modules` option keeps: ""
+    keeps all, "scalc+swriter" only those modules, "-scalc" all but that one."""
+    names = [m for m in modules.lstrip("-").split("+") if m]
+    if not names:
+        return lambda page: True
+    unknown = [m for m in names if m not in HELP_MODULES]
+    if unknown:
+        raise ValueError(
+            f"option modules={modules!r}: unknown module(s) {unknown}; the help has "
+            f"{', '.join(HELP_MODULES)} (join with '+', prefix '-' to exclude)"
+        )
+    exclude = modules.startswith("-")
+
+    def keep(page: str) -> bool:
+        parts = page.split("/")  # text/MODULE/..., or a page outside the modules
+        return (len(parts) > 2 and parts[0] == "text" and parts[1] in names) != exclude
+
+    return keep
+
+
+def align_help(help_root: str, language: str, modules: str = "") -> Iterator[tuple[str, str, str]]:
+    """Yields (page/id, English text, translated text) for ids present in both languages, on
+    the pages of the help `modules` (see `module_filter`)."""
     english_root, other_root = os.path.join(help_root, ENGLISH), os.path.join(help_root, language)
     for root in (english_root, other_root):
         if not os.path.isdir(root):
             raise FileNotFoundError(f"LibreOffice help folder {root} not found")
-    for page in _pages(english_root):
+    keep = module_filter(modules)
+    for page in filter(keep, _pages(english_root)):
         other_path = os.path.join(other_root, page)
         if not os.path.isfile(other_path):
             continue
@@ -212,20 +239,30 @@ def fetch_help(cache_dir: str, language_package: str) -> str:
 
 class LibreOfficeHelpProblem(Problem):
     """English --> `language` sentence pairs from the LibreOffice help; shared BPE of
-    `vocab_size` (option, default 8000)."""
+    `vocab_size` (option; by default sized from the training pairs)."""
 
     language: ClassVar[str] = ""
     package: ClassVar[str] = ""
     vocab_type: ClassVar[str] = "bpe"
-    vocab_size: ClassVar[int] = 8000
     max_input_length: ClassVar[int] = 128
     max_target_length: ClassVar[int] = 128
     examples_per_shard: ClassVar[int] = 10_000
-    default_options: ClassVar[dict[str, Any]] = {"raw_dir": "", "help_dir": "", "vocab_size": 8000}
+    default_options: ClassVar[dict[str, Any]] = {
+        "raw_dir": "",
+        "help_dir": "",
+        "vocab_size": 0,
+        "modules": "",
+        "vocab_model": "",
+    }
     option_help: ClassVar[dict[str, str]] = {
         "raw_dir": "Cache folder of the downloaded help .deb packages (default: data_dir/raw).",
         "help_dir": "An unpacked /usr/share/libreoffice/help tree, used instead of downloading.",
-        "vocab_size": "Vocabulary size, reserved ids included.",
+        "vocab_size": "Vocabulary size, reserved ids included; 0: sized from the training pairs "
+        "(t2t_lite.data.vocab_builders.auto_vocab_size).",
+        "modules": "Help modules to keep, joined with '+' (scalc+swriter), or '-scalc' for all "
+        "but one (default: all). The dev/test split of a sentence does not depend on it.",
+        "vocab_model": "An existing SentencePiece model to use as the vocabulary (fine-tuning "
+        "with a parent run's vocabulary), instead of training one.",
     }
 
     def vocab_settings(self, options: dict[str, Any]) -> tuple[str, int]:
@@ -242,7 +279,7 @@ class LibreOfficeHelpProblem(Problem):
 
     def prepare(self, data_dir: str, options: dict[str, Any]) -> None:
         root = self.help_root(data_dir, options)
-        self._pairs, counts = filtered_pairs(align_help(root, self.language))
+        self._pairs, counts = filtered_pairs(align_help(root, self.language, options["modules"]))
         by_split = {}
         for pair in self._pairs:
             by_split[split_of(pair[0])] = by_split.get(split_of(pair[0]), 0) + 1

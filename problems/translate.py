@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from t2t_lite.data import check_parallel, read_parallel
+from t2t_lite.extras import import_extra
 from t2t_lite.problems.base import Problem, register_problem
 
 # The vocabulary is trained on at most this many pairs, taken evenly across the training data.
@@ -76,10 +77,17 @@ class Wmt14Problem(Problem):
             splits = builder.info.splits
             self._train_pairs = splits["train"].num_examples if "train" in splits else None
 
-    def _tfds_builder(self, options: dict[str, Any]):
-        import tensorflow_datasets as tfds  # only the tfds path needs it
+    def _tfds(self):
+        """tensorflow-datasets, which only this path needs (the `wmt` extra)."""
+        return import_extra(
+            "tensorflow_datasets",
+            "tensorflow-datasets",
+            "wmt",
+            f"problem {self.name} without --raw_dir",
+        )
 
-        return tfds.builder(
+    def _tfds_builder(self, options: dict[str, Any]):
+        return self._tfds().builder(
             f"wmt14_translate/{self.tfds_config}", data_dir=options["tfds_dir"] or None
         )
 
@@ -89,12 +97,10 @@ class Wmt14Problem(Problem):
             for _, src, tgt in read_parallel(source, target, skip_empty=False):
                 yield src, tgt
             return
-        import tensorflow_datasets as tfds
-
         dataset = self._tfds_builder(options).as_dataset(
             split=_TFDS_SPLITS[split], shuffle_files=False
         )
-        for example in tfds.as_numpy(dataset):
+        for example in self._tfds().as_numpy(dataset):
             yield (
                 example[self.source_language].decode("utf-8").strip(),
                 example[self.target_language].decode("utf-8").strip(),
@@ -137,7 +143,7 @@ class Text2Text(Problem):
     default_options: ClassVar[dict[str, Any]] = {
         **{f"{split}_{side}": "" for split in ("train", "dev", "test") for side in ("src", "tgt")},
         "vocab_type": "bpe",
-        "vocab_size": 8000,
+        "vocab_size": 0,
         "vocab_model": "",
     }
     option_help: ClassVar[dict[str, str]] = {
@@ -149,7 +155,8 @@ class Text2Text(Problem):
         "vocab_type": "Vocabulary type: bpe, wordpiece or words.",
         "vocab_model": "An existing SentencePiece model (e.g. a parent run's data_dir/"
         "vocab.bpe.model) used as the vocabulary instead of training one; for fine-tuning.",
-        "vocab_size": "Vocabulary size, reserved ids included.",
+        "vocab_size": "Vocabulary size, reserved ids included; 0: sized from the training pairs "
+        "(t2t_lite.data.vocab_builders.auto_vocab_size).",
     }
 
     def splits(self, options: dict[str, Any]) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from t2t_lite.data.tokenizers import (
     trim_ids,
     vocab_path,
 )
-from t2t_lite.data.vocab_builders import adopt_sentencepiece, build_vocab
+from t2t_lite.data.vocab_builders import adopt_sentencepiece, auto_vocab_size, build_vocab
 
 __all__ = [
     "LineError",
@@ -35,6 +35,7 @@ __all__ = [
     "WordPieceTokenizer",
     "WordTokenizer",
     "adopt_sentencepiece",
+    "auto_vocab_size",
     "build_vocab",
     "check_parallel",
     "count_lines",

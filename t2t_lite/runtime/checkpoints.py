@@ -324,11 +324,11 @@ def select_for_averaging(directory: str, num: int, min_minutes: float = 0.0) -> 
     return chosen[::-1]
 
 
-def average_checkpoints(model, paths: list[str], output_directory: str) -> str:
-    """Restores each checkpoint's "model" into `model`, averages the weights (in float64) and
-    writes them to `output_directory` as ckpt-<step of the newest>; returns that path."""
+def average_into(model, paths: list[str]) -> None:
+    """Restores each checkpoint's "model" into `model` in turn and leaves `model` holding the
+    average of their weights (summed in float64)."""
     if not paths:
-        raise ValueError("average_checkpoints needs at least one checkpoint")
+        raise ValueError("averaging needs at least one checkpoint")
     sums = None
     for i, path in enumerate(paths):
         tf.train.Checkpoint(model=model).restore(
@@ -339,10 +339,20 @@ def average_checkpoints(model, paths: list[str], output_directory: str) -> str:
         logging.info("averaging %d/%d: %s", i + 1, len(paths), path)
     for weight, total in zip(model.weights, sums, strict=True):
         weight.assign((total / len(paths)).astype(weight.dtype))
-    manager = tf.train.CheckpointManager(
-        tf.train.Checkpoint(model=model), output_directory, max_to_keep=1
-    )
-    path = manager.save(checkpoint_number=checkpoint_step(paths[-1]))
+
+
+def save_model_checkpoint(model, directory: str, step: int) -> str:
+    """Writes `model` alone (key "model") to `directory` as ckpt-<step>, the only checkpoint
+    kept there; returns its path."""
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, max_to_keep=1)
+    return manager.save(checkpoint_number=step)
+
+
+def average_checkpoints(model, paths: list[str], output_directory: str) -> str:
+    """Averages the checkpoints' weights into `model` and writes them to `output_directory` as
+    ckpt-<step of the newest>; returns that path."""
+    average_into(model, paths)
+    path = save_model_checkpoint(model, output_directory, checkpoint_step(paths[-1]))
     atomic_io.write_json(
         os.path.join(output_directory, "averaged.json"), {"checkpoints": paths, "output": path}
     )

@@ -6,6 +6,9 @@ Layout of an output_dir:
   last_checkpoint.json  the last checkpoint t2t-train saved (a run whose checkpoints are all gone
                       is refused rather than restarted from step 0)
   averaged/           checkpoints written by t2t-avg-checkpoints (same key)
+  final/              the model a budget run kept at its end, and choice.json saying why
+                      (t2t_lite.train.final_choice)
+  budget.json         a budget run's minutes spent and steps expected (t2t_lite.train.budget)
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ RUN_INFO_FILE = "hparams.json"
 CHECKPOINT_DIR = "checkpoints"
 LAST_CHECKPOINT_FILE = "last_checkpoint.json"
 AVERAGED_DIR = "averaged"
+FINAL_DIR = "final"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,15 +98,16 @@ def checkpoint_candidates(output_dir: str, checkpoint: str | None = None) -> tup
     """(checkpoint paths to try in turn, where they are, for messages).
 
     Given `checkpoint` (a path prefix, or a folder: its newest), that one alone. By default
-    every checkpoint of output_dir/averaged and output_dir/checkpoints, newest step first within
-    each, the folder whose newest checkpoint was written last first. Nothing is read but the
-    folder listings and state files (a damaged state file is a warning).
+    every checkpoint of output_dir/final, output_dir/averaged and output_dir/checkpoints,
+    newest step first within each, the folder whose newest checkpoint was written last first.
+    Nothing is read but the folder listings and state files (a damaged state file is a
+    warning).
     """
     if checkpoint:
         if not os.path.isdir(checkpoint):
             return [checkpoint], f"--checkpoint={checkpoint}"
         return list_checkpoints(checkpoint, strict=False)[-1:], f"--checkpoint={checkpoint}"
-    folders = [os.path.join(output_dir, d) for d in (AVERAGED_DIR, CHECKPOINT_DIR)]
+    folders = [os.path.join(output_dir, d) for d in (FINAL_DIR, AVERAGED_DIR, CHECKPOINT_DIR)]
     listed = [list_checkpoints(f, strict=False)[::-1] for f in folders if os.path.isdir(f)]
     listed.sort(key=lambda paths: _written(paths[0]) if paths else 0.0, reverse=True)
     return [path for paths in listed for path in paths], " or ".join(folders)

@@ -23,8 +23,9 @@ METRIC_DIRECTIONS = {
 }
 
 
-def evaluate(trainer, dev_dataset, problem, config) -> dict[str, float]:
-    """Metrics over the dev split (or its first `config.eval_batches` batches per pipeline).
+def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[str, float]:
+    """Metrics over the dev split (or its first `config.eval_batches` batches per pipeline);
+    dev_bleu too when `bleu` and config.bleu_examples.
 
     dev_loss is the mean negative log-likelihood per target token (exp of it is the perplexity);
     dev_smoothed_loss the label-smoothed one that training minimizes.
@@ -39,7 +40,7 @@ def evaluate(trainer, dev_dataset, problem, config) -> dict[str, float]:
     }
     # Capped at float32's largest value: a diverged run's summaries and logs stay finite.
     metrics["dev_perplexity"] = min(math.exp(min(metrics["dev_loss"], 700.0)), FLOAT32_MAX)
-    if config.bleu_examples:
+    if bleu and config.bleu_examples:
         metrics["dev_bleu"] = dev_bleu(trainer.model, problem, config)
     return {k: float(v) for k, v in metrics.items()}
 

@@ -30,6 +30,8 @@ from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
 from t2t_lite.runtime.distribute import create_strategy as create_strategy
 from t2t_lite.runtime.progress import ProgressLog
 from t2t_lite.runtime.run_info import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE, RunInfo
+from t2t_lite.train import final_choice
+from t2t_lite.train.budget import BudgetClock
 from t2t_lite.train.evaluation import FLOAT32_MAX, METRIC_DIRECTIONS, evaluate
 from t2t_lite.train.init_from import initialize_from
 from t2t_lite.train.step import Trainer
@@ -229,6 +231,20 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
     skip = start * hparams.accum_steps * per_pipeline
     iterator = _distributed_stream(problem, config, hparams, strategy, skip)
     loop = _Loop(problem, config, trainer, keeper, strategy, chief)
+    if trainer.budget is not None:
+        loop.clock = BudgetClock(
+            hparams.budget_minutes, float(trainer.budget.seconds.numpy()), config.train_steps
+        )
+        if loop.clock.expired():
+            logging.info(
+                "the budget of %g minutes is spent (step %d): nothing left to train; start a new "
+                "run with --init_from=%s to train on",
+                hparams.budget_minutes,
+                start,
+                config.output_dir,
+            )
+            loop.finish(start)
+            return loop.last_metrics
     return loop.run(iterator, start)
 
 
@@ -253,6 +269,7 @@ class _Loop:
             for name in ("train", "dev")
         )
         self.last_metrics: dict = {}
+        self.clock: BudgetClock | None = None  # linear_budget runs (t2t_lite.train.budget)
 
     def run(self, iterator, start: int) -> dict:
         config = self.config
@@ -265,18 +282,23 @@ class _Loop:
                 step += 1
                 self._check_step(step, result)
                 progress.update(step, result)
+                if self.clock is not None:
+                    self._follow_budget(step)
                 if step % config.log_every == 0:
                     self._summaries(self.train_writer, step, progress.scalars(result))
                 if stop.received:
-                    path = self.keeper.save(step)
+                    path = self._save(step)
                     logging.warning("%s: saved %s at step %d; stopping", stop.received, path, step)
                     raise TrainingInterrupted(
                         f"stopped by {stop.received} at step {step}; saved {path}"
                     )
-                out_of_time = deadline is not None and time.monotonic() >= deadline
+                if self.clock is not None:
+                    out_of_time = self.clock.expired()
+                else:
+                    out_of_time = deadline is not None and time.monotonic() >= deadline
                 last = step == config.train_steps or out_of_time
                 if step % config.save_every == 0 or last:  # the last one before evaluating
-                    self.keeper.save(step)
+                    self._save(step)
                     saved = step
                 if step % config.eval_every == 0 or last:
                     if self._evaluate(step):
@@ -287,10 +309,36 @@ class _Loop:
                     )
                     break
         if saved != step:
-            self.keeper.save(step)
+            self._save(step)
+        if self.clock is not None:  # the budget is spent, or train_steps or early stopping came
+            self.finish(step)
         for writer in (self.train_writer, self.dev_writer):
             writer.flush()
         return self.last_metrics
+
+    def _save(self, step: int) -> str:
+        if self.clock is not None:
+            self.trainer.budget.seconds.assign(self.clock.spent())
+        return self.keeper.save(step)
+
+    def _follow_budget(self, step: int) -> None:
+        """Moves the schedule's horizon to the step count the time left allows."""
+        expected = self.clock.observe(step)
+        if expected is None:
+            return
+        self.trainer.schedule.set_horizon(expected)
+        if step % self.config.log_every == 0 and self.chief:
+            logging.info("%s", self.clock.record(self.config.output_dir, step, expected))
+
+    def finish(self, step: int) -> None:
+        """The end of a budget: keeps the better of the last, averaged and EMA weights."""
+        recorded = final_choice.recorded_choice(self.config.output_dir)
+        if not self.chief or (recorded and recorded["step"] == step):
+            return
+        final_choice.choose_final(self.trainer, self.config.output_dir, step, self._dev_loss)
+
+    def _dev_loss(self) -> float:
+        return evaluate(self.trainer, self.dev, self.problem, self.config, bleu=False)["dev_loss"]
 
     def _check_step(self, step: int, result: dict) -> None:
         if not result["finite"] and self.trainer.loss_scaled and math.isfinite(result["loss"]):

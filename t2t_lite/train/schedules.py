@@ -1,4 +1,5 @@
-"""The paper's learning-rate formula (section 5.3) and the Adam optimizer it is used with."""
+"""The paper's learning-rate formula (section 5.3), the time-budget schedule of `--train_minutes`
+runs, and the Adam optimizer they are used with."""
 
 from __future__ import annotations
 
@@ -46,19 +47,72 @@ class RsqrtWarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@keras.saving.register_keras_serializable(package="t2t_lite")
+class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """A linear warmup to RsqrtWarmupSchedule's peak (the rate it reaches at `warmup_steps`),
+    then a linear decay that reaches zero after the update at `total_steps`:
+
+        peak * min(step / warmup, (total + 1 - step) / (total + 1 - warmup)), step >= 1
+
+    The horizon is not known when training starts: t2t_lite.train.budget estimates it from the
+    time left and calls `set_horizon` as it goes (until then it is `total_steps`). The warmup
+    is then `warmup_steps`, but at most a tenth of the horizon. Both live in variables, so the
+    compiled training step reads their current values.
+    """
+
+    def __init__(
+        self, d_model: int, warmup_steps: int, multiplier: float = 1.0, total_steps: int = 100000
+    ):
+        self.d_model = d_model
+        self.warmup_steps = warmup_steps
+        self.multiplier = multiplier
+        self.total_steps = total_steps
+        self.peak = multiplier * d_model**-0.5 * warmup_steps**-0.5
+        self.horizon = tf.Variable(float(total_steps), trainable=False, name="budget_horizon")
+        self.warmup = tf.Variable(float(warmup_steps), trainable=False, name="budget_warmup")
+        self.set_horizon(total_steps)
+
+    def set_horizon(self, total_steps: int) -> None:
+        """Sets the step at whose update the rate reaches zero."""
+        self.horizon.assign(float(total_steps))
+        self.warmup.assign(float(max(1, min(self.warmup_steps, total_steps // 10))))
+
+    def __call__(self, iteration):
+        step = tf.cast(iteration, tf.float32) + 1.0
+        horizon, warmup = self.horizon.read_value(), self.warmup.read_value()
+        up = step / warmup
+        down = (horizon + 1.0 - step) / tf.maximum(horizon + 1.0 - warmup, 1.0)
+        return self.peak * tf.clip_by_value(tf.minimum(up, down), 0.0, 1.0)
+
+    def get_config(self):
+        return {
+            "d_model": self.d_model,
+            "warmup_steps": self.warmup_steps,
+            "multiplier": self.multiplier,
+            "total_steps": self.total_steps,
+        }
+
+
 def create_schedule(hparams: HParams):
     """The learning-rate schedule named by `hparams.learning_rate_schedule`."""
     if hparams.learning_rate_schedule == "constant":
         return hparams.learning_rate
+    if hparams.learning_rate_schedule == "linear_budget":
+        return LinearBudgetSchedule(
+            hparams.d_model, hparams.warmup_steps, hparams.learning_rate, hparams.train_steps
+        )
     return RsqrtWarmupSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate)
 
 
-def create_optimizer(hparams: HParams) -> keras.optimizers.Optimizer:
-    """Adam with the paper's beta1 0.9, beta2 0.98, epsilon 1e-9 (set by the hparams)."""
+def create_optimizer(hparams: HParams, schedule=None) -> keras.optimizers.Optimizer:
+    """Adam with the paper's beta1 0.9, beta2 0.98, epsilon 1e-9 (set by the hparams), on
+    `schedule` (default: `create_schedule(hparams)`)."""
     return keras.optimizers.Adam(
-        learning_rate=create_schedule(hparams),
+        learning_rate=create_schedule(hparams) if schedule is None else schedule,
         beta_1=hparams.adam_beta1,
         beta_2=hparams.adam_beta2,
         epsilon=hparams.adam_epsilon,
         global_clipnorm=hparams.clip_grad_norm or None,
+        use_ema=hparams.ema_momentum > 0,
+        ema_momentum=hparams.ema_momentum or 0.99,
     )

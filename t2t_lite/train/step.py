@@ -25,7 +25,8 @@ import tensorflow as tf
 from t2t_lite.hparams import HParams
 from t2t_lite.model.losses import label_smoothed_cross_entropy
 from t2t_lite.model.transformer import Transformer
-from t2t_lite.train.schedules import create_optimizer
+from t2t_lite.train.budget import BudgetState
+from t2t_lite.train.schedules import LinearBudgetSchedule, create_optimizer, create_schedule
 from t2t_lite.vocabulary import PAD_ID
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -95,7 +96,9 @@ class Trainer:
         with strategy.scope():
             self.model = Transformer(hparams, vocab_size, output_vocab_size=output_vocab_size)
             self.model.build()
-            optimizer = create_optimizer(hparams)
+            # The schedule object: a linear_budget one has its horizon set while training.
+            self.schedule = create_schedule(hparams)
+            optimizer = create_optimizer(hparams, self.schedule)
             self.inner_optimizer = optimizer
             if self.loss_scaled:
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
@@ -104,6 +107,9 @@ class Trainer:
             # they would not be (and MultiWorkerMirroredStrategy would fail).
             self.optimizer.build(self.model.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+            # The minutes a time budget has spent (linear_budget runs only, t2t_lite.train.budget).
+            budgeted = isinstance(self.schedule, LinearBudgetSchedule)
+            self.budget = BudgetState(self.schedule) if budgeted else None
             self._accumulators = self._make_accumulators() if hparams.accum_steps > 1 else None
         # The step has all-reduced the gradients; Keras' hook would sum them again. (Private
         # API: the two-replica test fails, with updates twice too large, if Keras renames it.)
@@ -129,7 +135,10 @@ class Trainer:
 
     def checkpoint(self) -> tf.train.Checkpoint:
         """What a training checkpoint holds; decode and export read the "model" key."""
-        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self.step)
+        parts = {"model": self.model, "optimizer": self.optimizer, "step": self.step}
+        if self.budget is not None:
+            parts["budget"] = self.budget
+        return tf.train.Checkpoint(**parts)
 
     # --- per replica --------------------------------------------------------------------------
 

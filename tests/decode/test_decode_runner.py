@@ -244,5 +244,8 @@ def test_cli_falls_back_from_a_damaged_newest_checkpoint(run_dir, tmp_path):
     os.remove(folder / "ckpt-1.index")
     done = _decode_cli(out)
     assert done.returncode != 0
-    assert f"no readable checkpoint in {out}/averaged or {folder}: {bad} is dam" in done.stderr
+    assert (
+        f"no readable checkpoint in {out}/final or {out}/averaged or {folder}: {bad} is dam"
+        in done.stderr
+    )
     assert f"{folder}/ckpt-1.index is missing" in done.stderr and bad in done.stderr

@@ -131,9 +131,41 @@ def test_generate_data_from_a_help_dir(tmp_path):
     assert counts["aligned"] == 800 and counts["kept"] == 201
     assert sum(meta["splits"][s]["examples"] for s in ("train", "dev", "test")) == 201
     assert counts["dev_pairs"] == meta["splits"]["dev"]["examples"] > 0
-    # The tiny corpus yields fewer than the default 8000 pieces; a smaller size is honoured.
-    assert meta["options"]["vocab_size"] == 8000 and meta["vocab"]["size"] > 300
+    # No vocab_size: sized from the training pairs (auto_vocab_size: the floor of 2000 for this
+    # tiny corpus, which yields fewer pieces than that); a given size is honoured.
+    assert meta["options"]["vocab_size"] == 0 and 300 < meta["vocab"]["size"] <= 2000
     smaller = problem.generate_data(
         str(tmp_path / "data300"), help_dir=str(tmp_path / "help"), vocab_size="300"
     )
     assert smaller["options"]["vocab_size"] == 300 and smaller["vocab"]["size"] == 300
+
+
+def test_modules_keep_or_leave_out_the_pages_of_help_modules(tmp_path):
+    pages = {
+        f"{module}/01/p{i}.html": {
+            lang: {"first": f"{v['first'][:-1]} {module} number {i}."}
+            for lang, v in (("en-US", EN), ("de", DE))
+        }
+        for module in ("scalc", "swriter", "shared")
+        for i in range(3)
+    }
+    _tree(tmp_path / "help", pages)
+    root = str(tmp_path / "help")
+
+    def modules_of(option):
+        return sorted({key.split("/")[1] for key, _, _ in lohelp.align_help(root, "de", option)})
+
+    assert modules_of("") == ["scalc", "shared", "swriter"]
+    assert modules_of("scalc") == ["scalc"]
+    assert modules_of("scalc+shared") == ["scalc", "shared"]
+    assert modules_of("-scalc") == ["shared", "swriter"]
+    with pytest.raises(ValueError, match=r"modules='scal': unknown module\(s\) \['scal'\]"):
+        modules_of("scal")
+
+
+def test_auto_vocab_size_follows_its_rule():
+    from t2t_lite.data import auto_vocab_size
+
+    # 4000 * sqrt(pairs / 27000), rounded to a thousand, within [2000, 37000].
+    pairs = [10, 20_000, 27_000, 60_750, 108_000, 1_000_000, 4_500_000]
+    assert [auto_vocab_size(n) for n in pairs] == [2000, 3000, 4000, 6000, 8000, 24000, 37000]

@@ -120,7 +120,9 @@ def test_nothing_readable_is_an_error_naming_each_file(tmp_path):
     with pytest.raises(CheckpointError) as error:
         restore_model(out)
     message = str(error.value)
-    assert message.startswith(f"no readable checkpoint in {out}/averaged or {folder}:")
+    assert message.startswith(
+        f"no readable checkpoint in {out}/final or {out}/averaged or {folder}:"
+    )
     assert f"{folder}/ckpt-100.index is missing" in message
     assert f"{folder}/ckpt-50{DATA} is damaged or truncated" in message
     with pytest.raises(CheckpointError, match="refusing to restart from step 0"):

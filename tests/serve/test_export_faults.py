@@ -37,7 +37,10 @@ def test_export_falls_back_to_an_intact_checkpoint_and_refuses_when_none_is(tmp_
         f.write(b"\0" * os.path.getsize(folder / "ckpt-1.data-00000-of-00001"))
     done = _export(output_dir, tmp_path / "models")
     assert done.returncode != 0
-    assert f"no readable checkpoint in {output_dir}/averaged or {folder}: {bad}" in done.stderr
+    assert (
+        f"no readable checkpoint in {output_dir}/final or {output_dir}/averaged or {folder}: {bad}"
+        in done.stderr
+    )
     assert f"{folder}/ckpt-1.data-00000-of-00001 is damaged or truncated" in done.stderr
     assert os.listdir(tmp_path / "models") == ["1"]
 

@@ -1,0 +1,129 @@
+"""Compares training recipes under one time budget, back to back: the evidence behind the
+`--train_minutes` recipe (docs/training.md, "Training on a time budget").
+
+Each recipe is a t2t-train command on the same data with the same budget, followed by beam-4
+decoding of the dev split and sacreBLEU. Choices are made on dev; the test split is left for
+the one final report. Finished recipes are skipped on a rerun, so a killed comparison resumes.
+
+  python scripts/budget_recipes.py --problem=translate_ende_lohelp --data_dir=D --work_dir=W \\
+      --minutes=5 --recipes=budget,clock,tuned_clock,tuned_budget
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+BIN = os.path.dirname(sys.executable)
+# What the hand-tuned demo passed before the budget recipe (docs/demo.md's trials).
+HAND_TUNED = (
+    "precision=mixed_bfloat16,norm_position=pre,dropout=0.0,batch_size=1024,"
+    "warmup_steps=200,learning_rate=0.4"
+)
+RECIPES = {
+    # The stock command: transformer_small and --train_minutes, nothing else.
+    "budget": "",
+    # Stop-the-clock: the paper's rsqrt schedule, cut off when the minutes are spent.
+    "clock": "learning_rate_schedule=rsqrt_warmup",
+    "tuned_clock": HAND_TUNED + ",learning_rate_schedule=rsqrt_warmup",
+    "tuned_budget": HAND_TUNED,
+}
+
+
+def run(command: list[str], log: str) -> str:
+    print("$", " ".join(command), flush=True)
+    with open(log, "a") as f:
+        done = subprocess.run(
+            [os.path.join(BIN, command[0]), *command[1:]],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        f.write(done.stdout)
+    if done.returncode:
+        sys.exit(f"`{command[0]}` failed ({done.returncode}); see {log}")
+    return done.stdout
+
+
+def write_split(problem_name: str, data_dir: str, split: str, work: str) -> tuple[str, str]:
+    from t2t_lite.problems import get_problem
+
+    source, target = (os.path.join(work, f"{split}.{side}") for side in ("src", "tgt"))
+    if not os.path.isfile(target):
+        problem = get_problem(problem_name)
+        with open(os.path.join(data_dir, "datagen.json")) as f:
+            options = problem.resolve_options(json.load(f)["options"])
+        problem.prepare(data_dir, options)
+        pairs = list(problem.text_pairs(split, options))
+        for path, side in ((source, 0), (target, 1)):
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                f.write("".join(pair[side] + "\n" for pair in pairs))
+            os.replace(path + ".tmp", path)
+    return source, target
+
+
+def _steps(output_dir: str) -> int:
+    import tensorflow as tf
+
+    from t2t_lite.runtime.checkpoints import checkpoint_step
+
+    return checkpoint_step(tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints")))
+
+
+def trial(args, name: str, source: str, reference: str) -> dict:
+    out = os.path.join(args.work_dir, name)
+    result_file = os.path.join(out, "recipe_result.json")
+    if os.path.isfile(result_file):
+        with open(result_file) as f:
+            return json.load(f)
+    os.makedirs(out, exist_ok=True)
+    log = os.path.join(out, "log.txt")
+    train = run(["t2t-train", f"--problem={args.problem}", f"--data_dir={args.data_dir}",
+                 f"--output_dir={out}", "--hparams_set=transformer_small",
+                 f"--hparams={RECIPES[name]}", f"--train_minutes={args.minutes}",
+                 "--save_every=100", "--eval_every=100000", "--log_every=100"], log)  # fmt: skip
+    del train
+    translation = os.path.join(out, f"{args.split}.translated")
+    run(["t2t-decode", f"--output_dir={out}", f"--decode_from_file={source}",
+         f"--decode_to_file={translation}", "--beam_size=4", "--alpha=0.6"], log)  # fmt: skip
+    bleu = run(["t2t-bleu", f"--translation={translation}", f"--reference={reference}"], log)
+    chosen = None
+    if os.path.isfile(os.path.join(out, "final", "choice.json")):
+        with open(os.path.join(out, "final", "choice.json")) as f:
+            chosen = json.load(f)["chosen"]
+    result = {
+        "recipe": name,
+        "hparams": RECIPES[name],
+        "minutes": args.minutes,
+        "steps": _steps(out),
+        f"{args.split}_bleu": float(re.search(r"sacreBLEU\s+BLEU = ([0-9.]+)", bleu).group(1)),
+        "final_choice": chosen,
+    }
+    with open(result_file + ".tmp", "w") as f:
+        json.dump(result, f, indent=2)
+    os.replace(result_file + ".tmp", result_file)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problem", required=True)
+    parser.add_argument("--data_dir", required=True)
+    parser.add_argument("--work_dir", required=True)
+    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--recipes", default=",".join(RECIPES))
+    parser.add_argument("--split", default="dev")
+    args = parser.parse_args()
+    os.makedirs(args.work_dir, exist_ok=True)
+    source, reference = write_split(args.problem, args.data_dir, args.split, args.work_dir)
+    results = [trial(args, name, source, reference) for name in args.recipes.split(",")]
+    for r in results:
+        print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()

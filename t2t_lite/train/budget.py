@@ -1,0 +1,142 @@
+"""The time budget of a `--train_minutes` run, which shapes its learning-rate schedule.
+
+Unless the hparams name a schedule, `--train_minutes=M` trains with `linear_budget`: the peak of
+the paper's schedule, reached at warmup_steps, then a linear decay to zero when the M minutes
+are spent (linear decay to zero did best under a fixed budget in Li et al., "Budgeted Training",
+ICLR 2020). How many steps fit in the budget is not known in advance: `BudgetClock` measures
+the step rate over the last minute once start-up is over, and after every step the schedule's
+horizon becomes step + rate * time left. A machine that slows down or speeds up moves the
+horizon; the rate still reaches zero when the time runs out.
+
+The budget is the run's, not the process's: the minutes spent are stored in each checkpoint, so
+a resumed run continues with what is left, and a run whose budget is spent trains no more. A
+different `--train_minutes` on a resume is refused (hparams.budget_minutes is part of
+hparams.json); to train longer, start a new run from this one with `--init_from`.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import time
+
+import tensorflow as tf
+
+from t2t_lite.hparams import HParams
+from t2t_lite.runtime import atomic_io
+
+# Steps of each process not used for the rate: tracing and the first batches' caches.
+STARTUP_STEPS = 20
+# The rate is measured over the steps of the last this many seconds (at least 2 steps).
+RATE_WINDOW_SECONDS = 60.0
+# The EMA of the weights a budget run keeps for the end-of-run choice, unless set. A run of a
+# few thousand steps changes fast; 0.995 averages over about the last 200 steps.
+DEFAULT_EMA_MOMENTUM = 0.995
+BUDGET_FILE = "budget.json"
+
+
+def budget_hparams(hparams: HParams, train_minutes: float, overrides: str = "") -> HParams:
+    """The hparams of a run with `--train_minutes` and `--hparams=overrides`.
+
+    Without a time budget, or when `overrides` sets learning_rate_schedule to another schedule
+    (or the hparams set chose one other than rsqrt_warmup), they are unchanged: the clock only
+    stops training. Otherwise: linear_budget over `train_minutes`, with an EMA of the weights
+    (DEFAULT_EMA_MOMENTUM) unless `overrides` sets ema_momentum.
+    """
+    given = {item.partition("=")[0].strip() for item in overrides.split(",") if item.strip()}
+    if hparams.learning_rate_schedule == "linear_budget" and not train_minutes:
+        raise ValueError("learning_rate_schedule=linear_budget needs --train_minutes")
+    if not train_minutes:
+        return hparams
+    chosen = hparams.learning_rate_schedule
+    named = "learning_rate_schedule" in given or chosen != "rsqrt_warmup"
+    if chosen != "linear_budget" and named:
+        return hparams
+    changes = {"learning_rate_schedule": "linear_budget", "budget_minutes": float(train_minutes)}
+    if "ema_momentum" not in given:
+        changes["ema_momentum"] = DEFAULT_EMA_MOMENTUM
+    return hparams.replace(**changes)
+
+
+class BudgetState(tf.Module):
+    """What a checkpoint keeps of the budget: the seconds of training spent so far, and the
+    schedule's horizon and warmup, so that a resumed run goes on with the same rate."""
+
+    def __init__(self, schedule):
+        super().__init__(name="budget")
+        self.seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="seconds")
+        self.horizon, self.warmup = schedule.horizon, schedule.warmup
+
+
+class BudgetClock:
+    """The time left of a budget and the step count expected to fit in it.
+
+    `clock` is injectable for tests; `spent_seconds` is what earlier processes used.
+    """
+
+    def __init__(
+        self,
+        budget_minutes: float,
+        spent_seconds: float,
+        max_steps: int,
+        clock=time.monotonic,
+    ):
+        self.budget_seconds = 60.0 * budget_minutes
+        self.spent_before = spent_seconds
+        self.max_steps = max_steps
+        self.clock = clock
+        self.started = clock()
+        self.first_step: int | None = None
+        self.samples: collections.deque[tuple[float, int]] = collections.deque()
+
+    def spent(self) -> float:
+        """Seconds of the budget used, this process included."""
+        return self.spent_before + self.clock() - self.started
+
+    def remaining(self) -> float:
+        return max(0.0, self.budget_seconds - self.spent())
+
+    def expired(self) -> bool:
+        return self.spent() >= self.budget_seconds
+
+    def observe(self, step: int) -> int | None:
+        """Records that `step` is done; returns the step count expected at the end of the
+        budget (at most max_steps), or None while start-up is not over."""
+        now = self.clock()
+        if self.first_step is None:
+            self.first_step = step
+        if step - self.first_step < STARTUP_STEPS:
+            return None
+        self.samples.append((now, step))
+        while len(self.samples) > 2 and now - self.samples[1][0] >= RATE_WINDOW_SECONDS:
+            self.samples.popleft()
+        rate = self.steps_per_second()
+        if rate <= 0:
+            return None
+        return min(self.max_steps, step + int(rate * self.remaining()))
+
+    def steps_per_second(self) -> float:
+        if len(self.samples) < 2:
+            return 0.0
+        (t0, s0), (t1, s1) = self.samples[0], self.samples[-1]
+        return (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
+
+    def record(self, output_dir: str, step: int, expected: int) -> str:
+        """Writes output_dir/budget.json (minutes spent, rate, steps expected); returns the
+        line to log."""
+        spent, budget = self.spent() / 60, self.budget_seconds / 60
+        rate = self.steps_per_second()
+        atomic_io.write_json(
+            os.path.join(output_dir, BUDGET_FILE),
+            {
+                "budget_minutes": budget,
+                "spent_minutes": round(spent, 3),
+                "step": step,
+                "steps_per_second": round(rate, 3),
+                "expected_steps": expected,
+            },
+        )
+        return (
+            f"budget: {spent:.1f} of {budget:g} minutes spent, {rate:.2f} steps/s, "
+            f"{expected} steps expected"
+        )

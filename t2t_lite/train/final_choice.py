@@ -1,0 +1,80 @@
+"""The end of a budget run keeps the better model: the last weights, the average of the last
+checkpoints, or the exponential moving average (EMA) of the weights, whichever has the lowest
+dev loss.
+
+Averaging the last checkpoints of a short run helps when they sit around one minimum, and hurts
+when the model was still moving fast between them; an EMA follows the weights more closely. No
+rule says in advance which wins, so each is measured on dev. The winner is written to
+output_dir/final/ (decode and export read the newest of final/, averaged/ and checkpoints/), with
+final/choice.json recording every candidate's dev loss and why the winner was chosen. The
+training state (the last weights, the optimizer) is left as it was, so a resume is unaffected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+from absl import logging
+
+from t2t_lite.runtime import atomic_io, checkpoints
+from t2t_lite.runtime.run_info import CHECKPOINT_DIR, FINAL_DIR
+
+CHOICE_FILE = "choice.json"
+# How many of the newest checkpoints the "average" candidate averages (fewer if fewer exist).
+NUM_AVERAGED = 5
+
+
+def _snapshot(model) -> list[np.ndarray]:
+    return [w.numpy() for w in model.weights]
+
+
+def _load(model, values: list[np.ndarray]) -> None:
+    for weight, value in zip(model.weights, values, strict=True):
+        weight.assign(value)
+
+
+def recorded_choice(output_dir: str) -> dict | None:
+    """final/choice.json of a run, or None."""
+    path = os.path.join(output_dir, FINAL_DIR, CHOICE_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def choose_final(trainer, output_dir: str, step: int, dev_loss) -> dict:
+    """Measures the candidates with `dev_loss()` (the dev loss of trainer.model's current
+    weights), writes the best to output_dir/final/ and returns the record of choice.json."""
+    model = trainer.model
+    last = _snapshot(model)
+    losses = {"last": float(dev_loss())}
+    weights = {"last": last}
+    if trainer.hparams.ema_momentum > 0:
+        trainer.inner_optimizer.finalize_variable_values(model.trainable_variables)
+        losses["ema"], weights["ema"] = float(dev_loss()), _snapshot(model)
+        _load(model, last)
+    directory = os.path.join(output_dir, CHECKPOINT_DIR)
+    paths = checkpoints.list_checkpoints(directory, strict=False)[-NUM_AVERAGED:]
+    if len(paths) > 1:
+        checkpoints.average_into(model, paths)
+        losses["average"], weights["average"] = float(dev_loss()), _snapshot(model)
+    chosen = min(losses, key=lambda name: (losses[name], name != "last"))
+    _load(model, weights[chosen])
+    final = os.path.join(output_dir, FINAL_DIR)
+    path = checkpoints.save_model_checkpoint(model, final, step)
+    _load(model, last)
+    others = ", ".join(f"{k} {v:.4f}" for k, v in losses.items() if k != chosen)
+    record = {
+        "step": step,
+        "chosen": chosen,
+        "checkpoint": path,
+        "dev_loss": losses,
+        "averaged": paths if "average" in losses else [],
+        "ema_momentum": trainer.hparams.ema_momentum,
+        "why": f"lowest dev loss: {chosen} {losses[chosen]:.4f} ({others or 'no other candidate'})",
+    }
+    atomic_io.write_json(os.path.join(final, CHOICE_FILE), record)
+    logging.info("end of the budget: kept the %s model in %s; %s", chosen, final, record["why"])
+    return record

@@ -1,0 +1,203 @@
+"""The time budget of --train_minutes: the linear_budget schedule against its formula, the step
+estimate with a fake clock, what --train_minutes makes of the hparams, a real budget run that
+peaks and decays to the end of its minutes, its resume, and the end-of-run choice."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from fake_problem import FakeReverse
+from train_helpers import config
+
+from t2t_lite.hparams import get_hparams
+from t2t_lite.runtime.run_info import FINAL_DIR
+from t2t_lite.train import budget, final_choice
+from t2t_lite.train import loop as training
+from t2t_lite.train.schedules import LinearBudgetSchedule
+
+
+def _numpy_rate(step, peak, warmup, horizon):
+    return peak * np.clip(
+        np.minimum(step / warmup, (horizon + 1 - step) / (horizon + 1 - warmup)), 0, 1
+    )
+
+
+def test_linear_budget_schedule_follows_its_formula_and_horizon():
+    schedule = LinearBudgetSchedule(d_model=64, warmup_steps=200, multiplier=2.0, total_steps=5000)
+    peak = 2.0 * 64**-0.5 * 200**-0.5
+    iterations = np.array([0, 99, 199, 200, 1000, 4999, 5000, 6000])
+    got = [float(schedule(i)) for i in iterations]
+    np.testing.assert_allclose(got, _numpy_rate(iterations + 1.0, peak, 200, 5000), rtol=1e-6)
+    assert got[2] == pytest.approx(peak) and got[-2] == 0.0 and got[-1] == 0.0
+    # A short horizon shortens the warmup to a tenth of it; the peak stays.
+    schedule.set_horizon(1000)
+    got = [float(schedule(i)) for i in iterations[:5]]
+    np.testing.assert_allclose(got, _numpy_rate(iterations[:5] + 1.0, peak, 100, 1000), rtol=1e-6)
+    assert float(schedule(99)) == pytest.approx(peak)
+    restored = LinearBudgetSchedule.from_config(schedule.get_config())
+    assert restored.peak == schedule.peak
+
+
+class _FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_budget_clock_turns_the_time_left_into_steps():
+    clock = _FakeClock()  # t = 100
+    timer = budget.BudgetClock(budget_minutes=3, spent_seconds=30.0, max_steps=10**6, clock=clock)
+    clock.now += 10.0  # start-up: tracing
+    for step in range(1, budget.STARTUP_STEPS + 1):
+        clock.now += 0.5
+        assert timer.observe(step) is None
+    for step in range(21, 41):  # 2 steps/s
+        clock.now += 0.5
+        estimate = timer.observe(step)
+    # t = 130: 180 - 30 (earlier processes) - 30 (this one) = 120 s left, 240 steps more.
+    assert timer.steps_per_second() == pytest.approx(2.0)
+    assert timer.remaining() == pytest.approx(120.0) and estimate == 40 + 240
+    for step in range(41, 101):  # the machine halves its speed; the last minute's rate counts
+        clock.now += 1.0
+        estimate = timer.observe(step)
+    assert timer.steps_per_second() == pytest.approx(1.0)
+    assert timer.remaining() == pytest.approx(60.0) and estimate == 100 + 60
+    clock.now += 60.0
+    assert timer.expired() and timer.remaining() == 0.0 and timer.observe(101) == 101
+    capped = budget.BudgetClock(1, 0.0, max_steps=25, clock=clock)
+    for step in range(1, 30):
+        clock.now += 0.01
+        estimate = capped.observe(step)
+    assert estimate == 25
+
+
+def test_train_minutes_chooses_the_budget_schedule_unless_told_otherwise():
+    small = get_hparams("transformer_small")
+    budgeted = budget.budget_hparams(small, 20, "")
+    assert budgeted.learning_rate_schedule == "linear_budget"
+    assert budgeted.budget_minutes == 20 and budgeted.ema_momentum == budget.DEFAULT_EMA_MOMENTUM
+    assert budget.budget_hparams(small, 0, "") is small
+    told = small.override("learning_rate_schedule=rsqrt_warmup")
+    assert budget.budget_hparams(told, 20, "learning_rate_schedule=rsqrt_warmup") is told
+    no_ema = budget.budget_hparams(small.override("ema_momentum=0"), 5, "ema_momentum=0")
+    assert no_ema.learning_rate_schedule == "linear_budget" and no_ema.ema_momentum == 0
+    constant = small.replace(learning_rate_schedule="constant")
+    assert budget.budget_hparams(constant, 20, "") is constant
+    with pytest.raises(ValueError, match="needs --train_minutes"):
+        budget.budget_hparams(
+            small.replace(learning_rate_schedule="linear_budget", budget_minutes=1), 0
+        )
+
+
+def _learning_rates(output_dir: str) -> dict[int, float]:
+    rates = {}
+    for path in glob.glob(os.path.join(output_dir, "summaries", "train", "events*")):
+        for record in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                if value.tag == "learning_rate":
+                    rates[event.step] = float(tf.make_ndarray(value.tensor))
+    return rates
+
+
+def _budget_run(output_dir, minutes, steps, overrides="warmup_steps=40"):
+    hparams = budget.budget_hparams(get_hparams("transformer_tiny", overrides), minutes, overrides)
+    cfg = config(
+        output_dir, steps, save_every=25, train_minutes=minutes, log_every=1, eval_every=50
+    )
+    return training.train(FakeReverse(), cfg, hparams, "transformer_tiny"), hparams
+
+
+def test_a_budget_run_peaks_early_and_decays_to_zero_when_the_minutes_are_spent(tmp_path):
+    out = str(tmp_path / "run")
+    _, hparams = _budget_run(out, minutes=0.25, steps=10**6)
+    rates = _learning_rates(out)
+    peak = hparams.learning_rate * hparams.d_model**-0.5 * hparams.warmup_steps**-0.5
+    last = max(rates)
+    assert last > 40, f"only {last} steps in 15 s"
+    # The peak, or close to it: a run this short spends its warmup on the start-up steps.
+    assert 0.85 * peak <= max(rates.values()) <= peak * (1 + 1e-6)
+    assert np.argmax([rates[s] for s in sorted(rates)]) < 0.25 * last  # an early peak
+    assert rates[last] < 0.05 * peak  # near zero at the end of the budget
+    recorded = json.load(open(os.path.join(out, budget.BUDGET_FILE)))
+    assert recorded["budget_minutes"] == 0.25 and recorded["expected_steps"] >= recorded["step"]
+    saved = json.load(open(os.path.join(out, "hparams.json")))["hparams"]
+    assert saved["learning_rate_schedule"] == "linear_budget" and saved["budget_minutes"] == 0.25
+    choice = final_choice.recorded_choice(out)
+    assert choice["step"] == last and set(choice["dev_loss"]) == {"last", "ema", "average"}
+    assert choice["dev_loss"][choice["chosen"]] == min(choice["dev_loss"].values())
+
+    # The budget is spent: a rerun trains no more, and keeps its choice.
+    metrics, _ = _budget_run(out, minutes=0.25, steps=10**6)
+    assert max(_learning_rates(out)) == last and final_choice.recorded_choice(out) == choice
+    # Another budget is another run.
+    with pytest.raises(training.ConflictingRunError, match="budget_minutes: 0.25 != 0.5"):
+        _budget_run(out, minutes=0.5, steps=10**6)
+
+
+def test_a_resumed_budget_run_continues_its_schedule_with_the_minutes_left(tmp_path):
+    out = str(tmp_path / "run")
+    _budget_run(out, minutes=2.0, steps=60)  # train_steps stops it first
+    before = _learning_rates(out)
+    reader = tf.train.load_checkpoint(os.path.join(out, "checkpoints", "ckpt-60"))
+    spent = reader.get_tensor("budget/seconds/.ATTRIBUTES/VARIABLE_VALUE")
+    horizon = reader.get_tensor("budget/horizon/.ATTRIBUTES/VARIABLE_VALUE")
+    assert 0 < spent < 120 and horizon >= 60
+    _budget_run(out, minutes=2.0, steps=70)
+    after = _learning_rates(out)
+    # Step 61 goes on from step 60's horizon: no new warmup, no jump.
+    assert after[61] == pytest.approx(before[60], rel=0.2)
+    reader = tf.train.load_checkpoint(os.path.join(out, "checkpoints", "ckpt-70"))
+    assert reader.get_tensor("budget/seconds/.ATTRIBUTES/VARIABLE_VALUE") > spent
+
+
+class _FakeTrainer:
+    """A "model" of one weight vector whose dev loss is its squared distance to `target`."""
+
+    def __init__(self, size: int):
+        self.model = keras.Sequential([keras.layers.Dense(1, use_bias=False)])
+        self.model.build((None, size))
+        self.hparams = get_hparams("transformer_tiny")  # ema_momentum 0: no EMA candidate
+
+    def set(self, values):
+        self.model.weights[0].assign(np.asarray(values, np.float32).reshape(-1, 1))
+
+
+@pytest.mark.parametrize("case", ["average_wins", "last_wins"])
+def test_the_end_of_a_budget_keeps_the_model_with_the_lowest_dev_loss(tmp_path, case):
+    target = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    trainer = _FakeTrainer(4)
+    noise = np.array([[0.4, -0.4, 0.4, -0.4], [-0.4, 0.4, -0.4, 0.4], [0.4, 0.4, -0.4, -0.4],
+                      [-0.4, -0.4, 0.4, 0.4]], np.float32)  # fmt: skip
+    # average_wins: checkpoints scattered around the target, the last one far off. last_wins:
+    # old checkpoints far off (a model still moving fast), the last one on the target.
+    saved = target + noise if case == "average_wins" else target + 3 * np.abs(noise)
+    last = target + 1.5 if case == "average_wins" else target
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=trainer.model), str(tmp_path / "checkpoints"), max_to_keep=10
+    )
+    for step, values in enumerate([*saved, last], start=1):
+        trainer.set(values)
+        manager.save(checkpoint_number=step)
+
+    def dev_loss():
+        return float(np.sum((trainer.model.weights[0].numpy()[:, 0] - target) ** 2))
+
+    record = final_choice.choose_final(trainer, str(tmp_path), 5, dev_loss)
+    average = (saved.sum(axis=0) + last) / 5
+    expected = {"last": np.sum((last - target) ** 2), "average": np.sum((average - target) ** 2)}
+    assert record["dev_loss"] == pytest.approx(expected)
+    assert record["chosen"] == ("average" if case == "average_wins" else "last")
+    np.testing.assert_allclose(trainer.model.weights[0].numpy()[:, 0], last)  # state kept
+    reader = tf.train.load_checkpoint(os.path.join(tmp_path, FINAL_DIR, "ckpt-5"))
+    name = [n for n in reader.get_variable_to_shape_map() if n.startswith("model/")][0]
+    kept = average if case == "average_wins" else last
+    np.testing.assert_allclose(reader.get_tensor(name)[:, 0], kept, rtol=1e-6)
