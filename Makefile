@@ -8,10 +8,11 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): setup.py
+# Every extra (pyproject.toml, [project.optional-dependencies]) and the test tools.
+$(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[all,test]'
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -25,8 +26,8 @@ demo-parse: $(STAMP)
 	bash scripts/demo_parse.sh
 
 # ruff, then the import tiers (pyproject.toml, [tool.importlinter]) on an installed copy of the
-# package: setup.py maps problems/, hparams/ and bin/ into t2t_lite/, which import-linter only
-# sees in an installed tree.
+# package: pyproject.toml's [tool.setuptools] maps problems/, hparams/ and bin/ into t2t_lite/,
+# which import-linter only sees in an installed tree.
 LINT_DIR := build/lint
 
 lint: $(STAMP)

@@ -14,10 +14,13 @@ from collections.abc import Callable
 
 from absl import app, flags
 
+from t2t_lite.extras import MissingExtraError
+
 flags.DEFINE_boolean("verbose", False, "Show tracebacks and TensorFlow's own log lines.")
 
-# What a user can cause and fix: wrong values, missing or unreadable files, unknown names.
-USER_ERRORS = (ValueError, OSError, KeyError, app.UsageError)
+# What a user can cause and fix: wrong values, missing or unreadable files, unknown names, an
+# optional package not installed (the message names the extra).
+USER_ERRORS = (ValueError, OSError, KeyError, app.UsageError, MissingExtraError)
 
 
 def command_name(module_name: str) -> str:

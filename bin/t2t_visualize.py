@@ -30,8 +30,9 @@ flags.adopt_module_key_flags(search_flags)
 def main() -> None:
     from t2t_lite.decode.run import Run
     from t2t_lite.decode.runner import Translator
-    from t2t_lite.decode.visualize import sentence_attention, write_pictures
+    from t2t_lite.decode.visualize import pyplot, sentence_attention, write_pictures
 
+    pyplot()  # without matplotlib, fail before the model loads
     search = search_flags.search_overrides()
     translator = Translator.from_run(Run.restore(FLAGS.output_dir, FLAGS.checkpoint, search=search))
     attention = sentence_attention(translator, FLAGS.inputs)

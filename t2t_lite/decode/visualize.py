@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from t2t_lite.extras import import_extra
 from t2t_lite.runtime import atomic_io
 from t2t_lite.vocabulary import EOS_ID
 
@@ -46,15 +47,21 @@ def sentence_attention(translator, sentence: str) -> dict:
     return result
 
 
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend; `MissingExtraError` without the `viz`
+    extra."""
+    matplotlib = import_extra("matplotlib", "matplotlib", "viz", "drawing attention pictures")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def render_png(
     weights: np.ndarray, rows: list[str], columns: list[str], title: str, path: str
 ) -> None:
     """weights [heads, rows, columns] --> one PNG with a heat map per head."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     heads = weights.shape[0]
     cols = min(heads, 4)
     grid_rows = -(-heads // cols)

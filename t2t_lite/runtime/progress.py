@@ -9,6 +9,9 @@ since the start, and a summary at the end).
 from __future__ import annotations
 
 import datetime
+import os
+import resource
+import sys
 import time
 
 from absl import logging
@@ -47,11 +50,24 @@ class RateMeter:
         return rates
 
 
+def resident_memory() -> tuple[float, float]:
+    """(resident set size now, its peak so far) of this process, in bytes. The current size
+    comes from /proc/self/statm (Linux); elsewhere it is reported as the peak."""
+    peak = float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    peak *= 1.0 if sys.platform == "darwin" else 1024.0  # bytes on macOS, KiB on Linux
+    try:
+        with open("/proc/self/statm") as f:
+            now = float(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        now = peak
+    return now, max(peak, now)
+
+
 class ProgressLog:
     """Logs a training line every `every` steps with rates measured since the previous line.
 
     Example: `step 1200/100000 loss 3.412 nll 3.101 lr 6.1e-04 |g| 0.93 4.1 steps/s
-    21,050 tok/s ETA 6:41:10`.
+    21,050 tok/s ETA 6:41:10 rss 1.42 GB (peak 1.50)`: rss is the process's resident memory.
     """
 
     def __init__(self, total_steps: int, start_step: int, every: int):
@@ -61,6 +77,7 @@ class ProgressLog:
         self._step = start_step
         self.steps_per_second = 0.0
         self.tokens_per_second = 0.0
+        self.rss = self.peak_rss = 0.0  # bytes, at the last line
 
     def update(self, step: int, result: dict) -> None:
         """Counts the step's tokens; logs and refreshes the rates on every `every`-th step."""
@@ -70,8 +87,10 @@ class ProgressLog:
             return
         self.steps_per_second, self.tokens_per_second = self._meter.mark()
         remaining = (self.total_steps - step) / max(self.steps_per_second, 1e-9)
+        self.rss, self.peak_rss = resident_memory()
         logging.info(
-            "step %d/%d loss %.4f nll %.4f lr %.3g |g| %.3g %.2f steps/s %s tok/s ETA %s",
+            "step %d/%d loss %.4f nll %.4f lr %.3g |g| %.3g %.2f steps/s %s tok/s ETA %s "
+            "rss %.2f GB (peak %.2f)",
             step,
             self.total_steps,
             result["loss"],
@@ -81,6 +100,8 @@ class ProgressLog:
             self.steps_per_second,
             f"{self.tokens_per_second:,.0f}",
             datetime.timedelta(seconds=round(remaining)),
+            self.rss / 1e9,
+            self.peak_rss / 1e9,
         )
 
     def scalars(self, result: dict) -> dict[str, float]:
@@ -93,6 +114,7 @@ class ProgressLog:
             "loss_scale": float(result["loss_scale"]),
             "steps_per_second": self.steps_per_second,
             "tokens_per_second": self.tokens_per_second,
+            "rss_gb": self.rss / 1e9,
         }
 
 

@@ -26,6 +26,8 @@ HELP = {
     "t2t-query": ["--server", "--model"],
     "t2t-avg-checkpoints": ["--output_dir", "--num_last"],
     "t2t-visualize": ["--output_dir", "--inputs", "--beam_size"],
+    "t2t-serve": ["--output_dir", "--export_dir", "--port", "--beam_size"],
+    "t2t-sweep": ["--sweep_dir", "--sweep", "--seeds", "--train_minutes", "--report_only"],
 }
 WORDS = [str(i) for i in range(10)]  # algorithmic_copy's vocabulary: ids 3..12
 

@@ -1,0 +1,105 @@
+"""The sweep report from runs' records: summaries over seeds, the paper's direction against the
+sweep's, the sentences, the pictures, and the same report when rebuilt."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from t2t_lite.extras import MissingExtraError
+from t2t_lite.hparams.sweeps import TABLE3_SMALL
+from t2t_lite.sweep import compare, records, report
+from t2t_lite.sweep.plan import SweepConfig, plan_runs
+
+# Dev perplexities by (row, seed); the base is 10.0 +- 0.1.
+PERPLEXITY = {
+    ("base", 1): 9.9, ("base", 2): 10.1,
+    ("A_h1", 1): 10.9, ("A_h1", 2): 11.1,  # higher, as the paper's 5.29 against 4.92
+    ("C_n4", 1): 9.0, ("C_n4", 2): 9.2,  # lower; the paper's 4.88 is the same within 1%
+    ("E_learned", 1): 10.05,  # one seed: the same, as the paper's
+}  # fmt: skip
+
+
+def evaluation(perplexity: float, seed: int) -> dict:
+    return {"dev_loss": 0.0, "dev_perplexity": perplexity, "dev_accuracy": 0.5, "step": 1200 + seed,
+            "params": 7_568_384, "metric": "bleu", "bleu": 20.0 + seed,
+            "train_examples": 30000}  # fmt: skip
+
+
+@pytest.fixture
+def swept(tmp_path):
+    data_dir = tmp_path / "data"
+    config = SweepConfig(sweep_dir=str(tmp_path / "sweep"), problem="translate_ende_lohelp",
+                         data_dir=str(data_dir), seeds=(1, 2), train_minutes=5.0)  # fmt: skip
+    for run in plan_runs(TABLE3_SMALL, config):
+        if (run.row.name, run.seed) in PERPLEXITY:
+            value = evaluation(PERPLEXITY[run.row.name, run.seed], run.seed)
+            records.write_done(run, config, value, minutes=5.0)
+    return config
+
+
+def test_directions():
+    assert compare.direction(0.37, 4.92) == compare.HIGHER
+    assert compare.direction(-0.04, 4.92) == compare.SAME  # within 1%
+    assert compare.direction(-0.5, 10.0, spread=0.6) == compare.SAME  # within the seeds' spread
+    assert compare.direction(-0.5, 10.0, spread=0.1) == compare.LOWER
+
+
+def test_report_numbers_and_verdicts(swept):
+    path = report.write_report(TABLE3_SMALL, swept)
+    with open(os.path.join(swept.sweep_dir, "report.json")) as f:
+        built = json.load(f)
+    rows = {row["name"]: row for row in built["rows"]}
+    assert rows["base"]["dev_perplexity"]["mean"] == pytest.approx(10.0)
+    assert rows["base"]["dev_perplexity"]["std"] == pytest.approx(0.1414, abs=1e-4)
+    assert rows["base"]["metric"]["values"] == [21.0, 22.0] and built["metric"] == "bleu"
+    assert (
+        rows["A_h1"]["comparison"]["reproduced"] and rows["A_h1"]["comparison"]["here"] == "higher"
+    )
+    assert (
+        rows["E_learned"]["comparison"]["here"] == "same"
+        and rows["E_learned"]["dev_perplexity"]["std"] is None
+    )
+    c_n4 = rows["C_n4"]["comparison"]
+    assert (c_n4["paper"], c_n4["here"], c_n4["reproduced"]) == ("same", "lower", False)
+    assert rows["C_n1"]["dev_perplexity"]["n"] == 0
+    assert (rows["C_n1"]["comparison"]["paper"], rows["C_n1"]["comparison"]["here"]) == (
+        "higher",
+        None,
+    )
+    assert rows["base"]["comparison"] is None
+    groups = {group["group"]: group for group in built["groups"]}
+    assert groups["(A)"]["sentence"].startswith("(A): 1 of 1 row follows the paper's direction")
+    assert groups["(C)"]["sentence"].startswith("(C): 0 of 1 row follows")
+    assert groups["(C)"]["notes"] == [
+        "C_n4 (N 4): dev perplexity 9.100 ± 0.141 against the base's 10.000 ± 0.141 (-9.0%, "
+        "lower); the paper's row has 4.88 against 4.92 (-0.8%, the same within the tolerance). "
+        "Possible reasons, from this sweep's scale: about 1,202 steps per run against the paper's "
+        "100,000; 30,000 training pairs against about 4.5M sentence pairs (WMT14 en-de)."
+    ]
+    assert len(built["unfinished"]) == 2 * len(TABLE3_SMALL.rows) - len(PERPLEXITY)
+    text = open(path).read()
+    assert "| row | change | params | seeds | steps | dev PPL | BLEU | paper PPL |" in text
+    assert (
+        "| A_h1 | h 1, d_k = d_v = 256 | 7.57M | 2 | 1,202 | 11.000 ± 0.141 | 21.50 ± 0.71 | 5.29 |"
+        in text
+    )
+    assert "higher / higher (as the paper)" in text and "![(C)](C.png)" in text
+    assert "| C_n1 | N 1 | n/a | 0 | n/a | n/a | n/a | 6.11 | 23.7 | 36 | higher / n/a |" in text
+    for name in ("A", "B", "C", "D", "E"):
+        assert open(os.path.join(swept.sweep_dir, f"{name}.png"), "rb").read(4) == b"\x89PNG"
+
+
+def test_the_report_rebuilds_the_same(swept):
+    report.write_report(TABLE3_SMALL, swept)
+    files = ("report.json", "report.md")
+    first = [open(os.path.join(swept.sweep_dir, name)).read() for name in files]
+    report.write_report(TABLE3_SMALL, swept)
+    assert [open(os.path.join(swept.sweep_dir, name)).read() for name in files] == first
+
+
+def test_without_matplotlib_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 't2t_lite\[viz\]'"):
+        report.check_plotting()
