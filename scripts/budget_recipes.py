@@ -7,6 +7,10 @@ the one final report. Finished recipes are skipped on a rerun, so a killed compa
 
   python scripts/budget_recipes.py --problem=translate_ende_lohelp --data_dir=D --work_dir=W \\
       --minutes=5 --recipes=budget,clock,tuned_clock,tuned_budget
+
+On a shared machine the minutes buy different step counts from run to run; `--steps=N` gives
+every recipe the same N updates instead (the budget schedules then end at step N), which
+compares the schedules alone.
 """
 
 from __future__ import annotations
@@ -82,9 +86,14 @@ def trial(args, name: str, source: str, reference: str) -> dict:
             return json.load(f)
     os.makedirs(out, exist_ok=True)
     log = os.path.join(out, "log.txt")
+    hparams, budget = RECIPES[name], f"--train_minutes={args.minutes}"
+    if args.steps:  # a budget of steps: the same updates whatever the machine's load
+        budget = f"--train_steps={args.steps}"
+        if "learning_rate_schedule" not in hparams:
+            hparams = ",".join(filter(None, [hparams, "learning_rate_schedule=linear_budget"]))
     train = run(["t2t-train", f"--problem={args.problem}", f"--data_dir={args.data_dir}",
                  f"--output_dir={out}", "--hparams_set=transformer_small",
-                 f"--hparams={RECIPES[name]}", f"--train_minutes={args.minutes}",
+                 f"--hparams={hparams}", budget,
                  "--save_every=100", "--eval_every=100000", "--log_every=100"], log)  # fmt: skip
     del train
     translation = os.path.join(out, f"{args.split}.translated")
@@ -97,8 +106,8 @@ def trial(args, name: str, source: str, reference: str) -> dict:
             chosen = json.load(f)["chosen"]
     result = {
         "recipe": name,
-        "hparams": RECIPES[name],
-        "minutes": args.minutes,
+        "hparams": hparams,
+        "budget": budget,
         "steps": _steps(out),
         f"{args.split}_bleu": float(re.search(r"sacreBLEU\s+BLEU = ([0-9.]+)", bleu).group(1)),
         "final_choice": chosen,
@@ -115,6 +124,9 @@ def main() -> None:
     parser.add_argument("--data_dir", required=True)
     parser.add_argument("--work_dir", required=True)
     parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument(
+        "--steps", type=int, default=0, help="A budget of steps instead of minutes (0: minutes)."
+    )
     parser.add_argument("--recipes", default=",".join(RECIPES))
     parser.add_argument("--split", default="dev")
     args = parser.parse_args()

@@ -38,15 +38,14 @@ BUDGET_FILE = "budget.json"
 def budget_hparams(hparams: HParams, train_minutes: float, overrides: str = "") -> HParams:
     """The hparams of a run with `--train_minutes` and `--hparams=overrides`.
 
-    Without a time budget, or when `overrides` sets learning_rate_schedule to another schedule
+    Without a time budget (a linear_budget schedule then ends at train_steps), or when
+    `overrides` sets learning_rate_schedule to another schedule
     (or the hparams set chose one other than rsqrt_warmup), they are unchanged: the clock only
     stops training. Otherwise: linear_budget over `train_minutes`, with an EMA of the weights
     (DEFAULT_EMA_MOMENTUM) unless `overrides` sets ema_momentum.
     """
     given = {item.partition("=")[0].strip() for item in overrides.split(",") if item.strip()}
-    if hparams.learning_rate_schedule == "linear_budget" and not train_minutes:
-        raise ValueError("learning_rate_schedule=linear_budget needs --train_minutes")
-    if not train_minutes:
+    if not train_minutes:  # linear_budget then decays to zero at the last of train_steps
         return hparams
     chosen = hparams.learning_rate_schedule
     named = "learning_rate_schedule" in given or chosen != "rsqrt_warmup"

@@ -231,7 +231,9 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
     skip = start * hparams.accum_steps * per_pipeline
     iterator = _distributed_stream(problem, config, hparams, strategy, skip)
     loop = _Loop(problem, config, trainer, keeper, strategy, chief)
-    if trainer.budget is not None:
+    if trainer.budget is not None and not hparams.budget_minutes:
+        trainer.schedule.set_horizon(config.train_steps)  # a budget of steps, not minutes
+    elif trainer.budget is not None:
         loop.clock = BudgetClock(
             hparams.budget_minutes, float(trainer.budget.seconds.numpy()), config.train_steps
         )
@@ -310,7 +312,7 @@ class _Loop:
                     break
         if saved != step:
             self._save(step)
-        if self.clock is not None:  # the budget is spent, or train_steps or early stopping came
+        if self.trainer.budget is not None:  # the budget is spent, train_steps or early stopping
             self.finish(step)
         for writer in (self.train_writer, self.dev_writer):
             writer.flush()

@@ -91,10 +91,11 @@ def test_train_minutes_chooses_the_budget_schedule_unless_told_otherwise():
     assert no_ema.learning_rate_schedule == "linear_budget" and no_ema.ema_momentum == 0
     constant = small.replace(learning_rate_schedule="constant")
     assert budget.budget_hparams(constant, 20, "") is constant
-    with pytest.raises(ValueError, match="needs --train_minutes"):
-        budget.budget_hparams(
-            small.replace(learning_rate_schedule="linear_budget", budget_minutes=1), 0
-        )
+    # Without minutes, linear_budget is a budget of steps (below).
+    steps_only = small.replace(learning_rate_schedule="linear_budget")
+    assert (
+        budget.budget_hparams(steps_only, 0, "learning_rate_schedule=linear_budget") is steps_only
+    )
 
 
 def _learning_rates(output_dir: str) -> dict[int, float]:
@@ -201,3 +202,20 @@ def test_the_end_of_a_budget_keeps_the_model_with_the_lowest_dev_loss(tmp_path, 
     name = [n for n in reader.get_variable_to_shape_map() if n.startswith("model/")][0]
     kept = average if case == "average_wins" else last
     np.testing.assert_allclose(reader.get_tensor(name)[:, 0], kept, rtol=1e-6)
+
+
+def test_linear_budget_without_minutes_decays_to_zero_at_train_steps(tmp_path):
+    out = str(tmp_path / "run")
+    overrides = "learning_rate_schedule=linear_budget,warmup_steps=5,ema_momentum=0.9"
+    hparams = get_hparams("transformer_tiny", overrides)
+    cfg = config(out, 40, save_every=10, log_every=1, eval_every=10**6)
+    training.train(FakeReverse(), cfg, hparams, "transformer_tiny")
+    rates = _learning_rates(out)
+    peak = hparams.learning_rate * hparams.d_model**-0.5 * 5**-0.5
+    # The rate logged after step s is the next update's, the schedule's step s + 1.
+    steps = np.arange(1, 41)
+    expected = _numpy_rate(steps + 1.0, peak, warmup=4, horizon=40)  # warmup: a tenth of 40
+    np.testing.assert_allclose([rates[s] for s in steps], expected, rtol=1e-5, atol=1e-9)
+    assert rates[40] == 0.0
+    choice = final_choice.recorded_choice(out)
+    assert choice["step"] == 40 and set(choice["dev_loss"]) == {"last", "ema", "average"}
