@@ -2,13 +2,16 @@
 
     python bench/decode_bench.py                       # transformer_small, lengths 16 32 64
     python bench/decode_bench.py --hparams_set=transformer_base --lengths=16,32 --batch_size=4
+    python bench/decode_bench.py --quantize=int8 --lengths=32 --repeats=5   # int8 beside float
 
 A random-weight model decodes `batch_size` sentences of `source_length` tokens with beam 4; EOS is
 made impossible, so every hypothesis runs to exactly the output length and both paths do the
 same work. "cached" keeps earlier keys and values (`Transformer.decode_step`); "recomputed" runs
 `Transformer.decode` over the whole prefix at every step (like tensor2tensor's slow path, it also
 projects every prefix position onto the vocabulary). Each timing is the best of `repeats` runs of
-one `tf.function`, after one untimed run that traces it.
+one `tf.function`, after one untimed run that traces it. `--quantize=int8` adds the cached search
+of the same model with int8 weights (`t2t_lite.decode.quantize`) and its ratio to float32's, the
+median over the repeats of each repeat's pair (timed back to back).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from t2t_lite.decode import search, transformer_step
+from t2t_lite.decode import quantize, search, transformer_step
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.vocabulary import EOS_ID
@@ -35,6 +38,7 @@ flags.DEFINE_integer("beam_size", 4, "Beam width.")
 flags.DEFINE_integer("source_length", 24, "Source tokens per sentence (EOS included).")
 flags.DEFINE_list("lengths", ["16", "32", "64"], "Output lengths.")
 flags.DEFINE_integer("repeats", 3, "Timed runs per setting; the best is reported.")
+flags.DEFINE_enum("quantize", "none", ["none", "int8"], "int8: also the int8 model's search.")
 
 
 def make_search(model: Transformer, use_cache: bool, length: int):
@@ -55,20 +59,29 @@ def make_search(model: Transformer, use_cache: bool, length: int):
     return decode_batch
 
 
-def best_seconds(searches: list, inputs: np.ndarray, length: int) -> list[float]:
-    """The best of `repeats` timed runs of each search, run in turns so that load from other
-    processes falls on all of them alike."""
+def timed_seconds(searches: list, inputs: np.ndarray, length: int) -> list[list[float]]:
+    """`repeats` timed runs of each search, run in turns so that load from other processes
+    falls on all of them alike: per search, the seconds of each run."""
     for decode_batch in searches:
         found = decode_batch(inputs)  # traces
         if (found.ids.numpy()[:, 0] > 0).sum(-1).min() != length:
             raise AssertionError("outputs did not run to the requested length")
-    best = [float("inf")] * len(searches)
+    seconds = [[] for _ in searches]
     for _ in range(FLAGS.repeats):
         for i, decode_batch in enumerate(searches):
             start = time.perf_counter()
             decode_batch(inputs).ids.numpy()
-            best[i] = min(best[i], time.perf_counter() - start)
-    return best
+            seconds[i].append(time.perf_counter() - start)
+    return seconds
+
+
+def int8_copy(model: Transformer) -> Transformer:
+    """A copy of `model` (same weights) with int8 weights."""
+    copy = Transformer(model.hparams, model.vocab_size)
+    copy.build()
+    copy.set_weights(model.get_weights())
+    quantize.quantize_model(copy, "int8")
+    return copy
 
 
 def main(argv: list[str]) -> None:
@@ -87,20 +100,27 @@ def main(argv: list[str]) -> None:
         f"source {FLAGS.source_length} tokens; TF {tf.__version__}, "
         f"{os.cpu_count()} CPU cores"
     )
+    int8 = int8_copy(model) if FLAGS.quantize == "int8" else None
+    extra = " int8 cached tok/s | int8 / float32 |" if int8 else ""
     print(
         "| output length | cached sent/s | cached tok/s | recomputed sent/s | recomputed tok/s "
-        "| speed-up |"
+        "| speed-up |" + extra
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|" + ("---|---|" if int8 else ""))
     for length in map(int, FLAGS.lengths):
         searches = [make_search(model, use_cache, length) for use_cache in (True, False)]
-        fast, slow = best_seconds(searches, inputs, length)
+        searches += [make_search(int8, True, length)] if int8 else []
+        seconds = timed_seconds(searches, inputs, length)
+        fast, slow = min(seconds[0]), min(seconds[1])
         n = FLAGS.batch_size
-        print(
+        row = (
             f"| {length} | {n / fast:.1f} | {n * length / fast:.0f} | {n / slow:.1f} "
-            f"| {n * length / slow:.0f} | {slow / fast:.2f}x |",
-            flush=True,
+            f"| {n * length / slow:.0f} | {slow / fast:.2f}x |"
         )
+        if int8:  # tokens/s ratio int8 / float32 of each repeat's back-to-back pair
+            ratio = np.median([f / q for f, q in zip(seconds[0], seconds[2], strict=True)])
+            row += f" {n * length / min(seconds[2]):.0f} | {ratio:.2f}x |"
+        print(row, flush=True)
 
 
 if __name__ == "__main__":

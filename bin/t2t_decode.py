@@ -16,6 +16,7 @@ from absl import flags, logging
 
 from t2t_lite.bin import cli
 from t2t_lite.decode import search_flags
+from t2t_lite.decode.replicas import STRATEGIES
 from t2t_lite.decode.runner import DecodeConfig, run_decode
 
 FLAGS = flags.FLAGS
@@ -41,9 +42,13 @@ flags.DEFINE_string(
     "Target lines to score instead of decoding: writes log p(target line | input line) per line.",
 )
 search_flags.define_search_flags()
+search_flags.define_quantize_flag()
 flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_integer("nbest", 1, "Hypotheses per input line (<= beam_size).", lower_bound=1)
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bound=1)
+flags.DEFINE_enum(
+    "strategy", "default", STRATEGIES, "auto/mirrored: split each batch across local devices."
+)
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ flags.DEFINE_string(
 )
 flags.DEFINE_integer("version", None, "Version folder name; default: largest + 1.")
 search_flags.define_search_flags()
+search_flags.define_quantize_flag()
 flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_string("data_dir", None, "Vocabulary folder; default: the run's.")
 flags.DEFINE_string("usr_dir", None, "Python package or .py file with your problems.")
@@ -56,7 +57,8 @@ def main() -> None:
         if FLAGS.usr_dir:
             import_usr_dir(FLAGS.usr_dir)
         search = {**search_flags.search_overrides(), "max_input_length": FLAGS.max_input_length}
-        run = Run.restore(FLAGS.output_dir, FLAGS.checkpoint, FLAGS.data_dir, search=search)
+        where = (FLAGS.output_dir, FLAGS.checkpoint, FLAGS.data_dir)
+        run = Run.restore(*where, search=search, quantize=FLAGS.quantize)
         if FLAGS.format == "ctranslate2":
             from t2t_lite.serve import ctranslate2_export as ct2
 

@@ -116,18 +116,22 @@ def random_inputs(batch: int, max_length: int, vocab_size: int, seed: int) -> np
     return inputs
 
 
-def write_tiny_run(root, max_positions: int = 8, seed: int = 21):
+def write_tiny_run(
+    root, max_positions: int = 8, seed: int = 21, model=None, problem: str = "algorithmic_copy"
+):
     """A training run's folder as decode and export read it, for algorithmic_copy (words 0..9):
     root/data with the vocabulary, root/out with hparams.json and checkpoints/ckpt-1 of a random
-    tiny model. Returns (output_dir, model, data_dir)."""
+    tiny model (or of `model`, a Transformer over those 13 ids, for `problem`). Returns
+    (output_dir, model, data_dir)."""
     from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
 
     data_dir, output_dir = root / "data", root / "out"
     data_dir.mkdir()
     words = ["<pad>", "<EOS>", "<unk>"] + [str(i) for i in range(10)]
     (data_dir / "vocab.words.txt").write_text("\n".join(words))
-    model = tiny_model(13, seed=seed, overrides=f",max_positions={max_positions}")
-    info = RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model.hparams, 13)
+    if model is None:
+        model = tiny_model(13, seed=seed, overrides=f",max_positions={max_positions}")
+    info = RunInfo(problem, str(data_dir), "transformer_tiny", model.hparams, 13)
     info.save(str(output_dir))
     manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), max_to_keep=1

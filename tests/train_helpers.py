@@ -3,6 +3,7 @@ TF_CONFIG are fixed before TensorFlow starts, and kill -9 needs a process of its
 
   python tests/train_helpers.py train OUTPUT_DIR STEPS SAVE_EVERY [HPARAMS]
   python tests/train_helpers.py mirrored   # prints JSON: 2-replica vs 1-device results
+  python tests/train_helpers.py dev_bleu DATA_DIR   # prints JSON: dev BLEU on 2 replicas and 1
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import types
 
 import numpy as np
 
@@ -119,6 +121,41 @@ def mirrored_main() -> None:
     }))  # fmt: skip
 
 
+def dev_bleu_main(data_dir: str) -> None:
+    """Trains transformer_tiny briefly on two logical CPU devices, then prints the dev BLEU of
+    its greedy decoding split over the two replicas and on one device."""
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import keras
+
+    from t2t_lite import problems
+    from t2t_lite.hparams import get_hparams
+    from t2t_lite.runtime.distribute import create_strategy
+    from t2t_lite.train.evaluation import dev_bleu
+    from t2t_lite.train.step import Trainer
+
+    keras.utils.set_random_seed(1)
+    problem = problems.get_problem("algorithmic_reverse")
+    problem.generate_data(data_dir, max_sequence_length=6, train_size=2000, dev_size=60)
+    hparams = get_hparams("transformer_tiny", "warmup_steps=60,learning_rate=0.6")
+    two = create_strategy("mirrored")
+    trainer = Trainer(hparams, problem.tokenizer(data_dir).vocab_size, two)
+    batches = iter(two.distribute_datasets_from_function(
+        lambda context: problem.make_dataset(data_dir, "train", hparams, shuffle=True,
+                                             repeat=True, seed=1, input_context=context)
+    ))  # fmt: skip
+    for _ in range(150):
+        trainer.train_step(batches)
+    config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=50)
+    print(json.dumps({
+        "replicas": two.num_replicas_in_sync,
+        "two": dev_bleu(trainer.model, problem, config, two),
+        "one": dev_bleu(trainer.model, problem, config, None),
+    }))  # fmt: skip
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "train":
         from absl import logging
@@ -128,3 +165,5 @@ if __name__ == "__main__":
         run_training(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), overrides)
     elif sys.argv[1] == "mirrored":
         mirrored_main()
+    elif sys.argv[1] == "dev_bleu":
+        dev_bleu_main(sys.argv[2])

@@ -2,14 +2,16 @@
 
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=train --dtype=bfloat16
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=beam      # or greedy
+    .venv/bin/python bench/peers/t2t_lite_peer.py --task=beam --dtype=int8
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=matmul --dtype=float32
 
 train: `t2t_lite.train.step.Trainer.train_step`, the step t2t-train runs (default strategy,
 global all-reduce, non-finite check, Adam), on transformer_small resized to the benchmark's
 configuration. beam / greedy: `t2t_lite.decode.search` with the cached decoder, EOS forbidden
-so that every output runs to the target length. matmul: GFLOP/s of a [2048, 1024] x [1024, 1024]
-product (the shape of the model's largest training matmuls, scaled up) in TensorFlow, the
-ceiling that model FLOPs utilisation is measured against.
+so that every output runs to the target length; --dtype=int8 decodes with int8 weights
+(`t2t_lite.decode.quantize`, what `t2t-decode --quantize=int8` runs). matmul: GFLOP/s of a
+[2048, 1024] x [1024, 1024] product (the shape of the model's largest training matmuls, scaled
+up) in TensorFlow, the ceiling that model FLOPs utilisation is measured against.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np  # noqa: E402
 import protocol as P  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite.decode import search, transformer_step  # noqa: E402
+from t2t_lite.decode import quantize, search, transformer_step  # noqa: E402
 from t2t_lite.hparams import get_hparams  # noqa: E402
 from t2t_lite.model import flops
 from t2t_lite.model.transformer import Transformer  # noqa: E402
@@ -34,7 +36,7 @@ from t2t_lite.runtime import distribute
 from t2t_lite.train.step import Trainer, batch_stats  # noqa: E402
 from t2t_lite.vocabulary import EOS_ID  # noqa: E402
 
-PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "int8": "float32"}
 
 
 def benchmark_hparams(dtype: str = "float32"):
@@ -73,6 +75,7 @@ def decode(args) -> None:
     tf.keras.utils.set_random_seed(0)
     model = Transformer(hparams, P.VOCAB)
     model.build()
+    quantize.quantize_model(model, "int8" if args.dtype == "int8" else "none")
     no_eos = -1e9 * tf.one_hot(EOS_ID, P.VOCAB)
     length = P.TARGET_LENGTH
 
@@ -193,7 +196,8 @@ def breakdown(args) -> None:
 
 def main() -> None:
     args = P.parse_args(
-        ("train", "beam", "greedy", "matmul", "pipeline", "breakdown"), ("float32", "bfloat16")
+        ("train", "beam", "greedy", "matmul", "pipeline", "breakdown"),
+        ("float32", "bfloat16", "int8"),
     )
     tasks = {"train": train, "beam": decode, "greedy": decode, "matmul": matmul}
     {**tasks, "pipeline": pipeline, "breakdown": breakdown}[args.task](args)

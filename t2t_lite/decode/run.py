@@ -7,6 +7,7 @@ problem's `decode_defaults` with the caller's values on top, checked once.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -19,6 +20,7 @@ from absl import logging
 from t2t_lite.data import Tokenizer
 from t2t_lite.decode import ensemble
 from t2t_lite.decode.constraint import Constraint
+from t2t_lite.decode.quantize import quantize_model, quantized_layers
 from t2t_lite.hparams import HParams, SearchSettings
 from t2t_lite.model import Transformer
 from t2t_lite.problems import Problem, get_problem
@@ -91,6 +93,10 @@ class Run:
     data_dir: str
     tokenizer: Tokenizer
     search: SearchSettings
+    quantize: str = "none"  # "int8": the weights were quantized after restoring
+    # Set when the model's variables were made in its scope; searches then split each batch
+    # across its replicas (t2t_lite.decode.replicas).
+    strategy: tf.distribute.Strategy | None = None
 
     @property
     def hparams(self) -> HParams:
@@ -104,6 +110,8 @@ class Run:
         data_dir: str | None = None,
         search: Mapping[str, Any] | None = None,
         ensemble_weights: Sequence[float] | None = None,
+        quantize: str | None = None,
+        strategy: tf.distribute.Strategy | None = None,
     ) -> Run:
         """Restores `output_dir` (written by t2t-train).
 
@@ -117,9 +125,19 @@ class Run:
           search: search settings to use instead of the problem's defaults (None values are
             ignored, so absl flags can be passed as they are).
           ensemble_weights: one weight per checkpoint of an ensemble; default equal.
+          quantize: "int8" quantizes the restored weights (t2t_lite.decode.quantize);
+            None or "none" keeps them as the checkpoint has them.
+          strategy: a tf.distribute strategy whose replicas decode (`decode_strategy`); the
+            model is made in its scope. None: one device.
         """
-        model, info, path = restore_models(output_dir, checkpoint, data_dir, ensemble_weights)
+        quantize = quantize or "none"
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            model, info, path = restore_models(output_dir, checkpoint, data_dir, ensemble_weights)
+            quantize_model(model, quantize)
         logging.info("restored %s (problem %s, hparams %s)", path, info.problem, info.hparams_set)
+        if quantize != "none":
+            for member in getattr(model, "models", (model,)):
+                logging.info("%s: %d layers quantized", quantize, len(quantized_layers(member)))
         problem = get_problem(info.problem)
         data_dir = data_dir or info.data_dir
         problem.check_data_dir(data_dir, wanted_by=f"the problem of the run in {output_dir}")
@@ -131,7 +149,10 @@ class Run:
             )
         settings = problem.decode_defaults.override(**dict(search or {}))
         settings.check(info.hparams.max_positions)
-        run = cls(output_dir, info, path, model, problem, data_dir, tokenizer, settings)
+        run = cls(
+            output_dir, info, path, model, problem, data_dir, tokenizer, settings, quantize,
+            strategy,
+        )  # fmt: skip
         if settings.constrained and run.constraint is None:
             raise ValueError(f"--constrained: problem {problem.name} has no decoding constraint")
         logging.info("search: %s", settings)
@@ -154,4 +175,5 @@ class Run:
             "data_dir": self.data_dir,
             "vocab_size": self.info.vocab_size,
             "settings": self.search.to_dict(),
+            "quantize": self.quantize,
         }

@@ -21,6 +21,7 @@ from absl import logging
 
 from t2t_lite.data import iter_raw_lines
 from t2t_lite.decode.ensemble import parse_weights
+from t2t_lite.decode.replicas import decode_strategy, split_rows
 from t2t_lite.decode.run import Run
 from t2t_lite.decode.search import SearchResult
 from t2t_lite.decode.transformer_step import score_ids, search_function
@@ -65,6 +66,7 @@ class Translator:
 
     `translate(lines)` returns, per line, `nbest` Hypothesis (none for an empty line);
     `score(sources, targets)` returns log p(target | source) per pair (None if either is empty).
+    With a `strategy` (whose scope made the model), each batch is split across its replicas.
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class Translator:
         batch_tokens: int = 4096,
         postprocess: Callable[[str, str], str] | None = None,
         constraint: Any = None,
+        strategy: tf.distribute.Strategy | None = None,
     ):
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
@@ -89,14 +92,15 @@ class Translator:
         self.batch_tokens = batch_tokens
         self.max_positions = settings.input_limit(model.hparams.max_positions)
         spec = tf.TensorSpec([None, None], tf.int32)
-        search = search_function(model, settings, constraint)
+        search = split_rows(strategy, search_function(model, settings, constraint))
         self._search = tf.function(search, input_signature=[spec])
-        self._score = tf.function(lambda x, y: score_ids(model, x, y), input_signature=[spec] * 2)
+        score = split_rows(strategy, lambda x, y: score_ids(model, x, y))
+        self._score = tf.function(score, input_signature=[spec] * 2)
 
     @classmethod
     def from_run(cls, run: Run, batch_tokens: int = 4096) -> Translator:
         """A translator that searches as `run.search` says, with the problem's constraint and
-        postprocessing."""
+        postprocessing, over the replicas of `run.strategy`."""
         return cls(
             run.model,
             run.tokenizer,
@@ -104,6 +108,7 @@ class Translator:
             batch_tokens,
             run.problem.postprocess,
             run.constraint,
+            run.strategy,
         )
 
     def search_ids(self, inputs: np.ndarray) -> SearchResult:
@@ -284,6 +289,8 @@ class DecodeConfig:
     batch_tokens: int = 4096
     # One weight per --checkpoint of an ensemble (numbers or their strings); None: equal.
     ensemble_weights: Sequence[float | str] | None = None
+    quantize: str = "none"  # "int8": int8 weights (t2t_lite.decode.quantize)
+    strategy: str = "default"  # t2t_lite.runtime.distribute.STRATEGIES; see decode_strategy
 
     def restore(self) -> Run:
         """`Run.restore` with these flags; a --problem other than the run's is refused."""
@@ -293,6 +300,8 @@ class DecodeConfig:
             self.data_dir,
             search=self.search_overrides(),
             ensemble_weights=parse_weights(self.ensemble_weights),
+            quantize=self.quantize,
+            strategy=decode_strategy(self.strategy),
         )
         if self.problem and self.problem != run.problem.name:
             raise ValueError(

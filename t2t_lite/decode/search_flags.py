@@ -1,4 +1,4 @@
-"""The search flags that t2t-decode, t2t-export and t2t-visualize share.
+"""The search flags that t2t-decode, t2t-export and t2t-visualize share, and --quantize.
 
 Each flag is a `SearchSettings` field; left unset, it takes the problem's `decode_defaults` in
 `Run.restore`. Defining them once keeps the three commands' names, bounds and help alike.
@@ -13,6 +13,8 @@ from absl import flags
 from t2t_lite.hparams.search_settings import parse_sampling
 
 SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained")
+# --quantize's values (t2t_lite.decode.quantize): "none" keeps the checkpoint's float weights.
+QUANTIZE_MODES = ("none", "int8")
 
 
 def define_search_flags() -> None:
@@ -48,3 +50,14 @@ def search_overrides(values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
     if values["sampling"].value is not None:
         overrides.update(parse_sampling(values["sampling"].value))
     return overrides
+
+
+def define_quantize_flag() -> None:
+    """Defines --quantize (t2t-decode and t2t-export): int8 weights after restoring."""
+    flags.DEFINE_enum(
+        "quantize",
+        "none",
+        QUANTIZE_MODES,
+        "int8: decode with int8 weights (attention, feed-forward, embeddings and logits), "
+        "quantized from the float checkpoint after restoring it.",
+    )

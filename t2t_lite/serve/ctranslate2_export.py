@@ -72,6 +72,8 @@ def refusal(run: Run) -> str | None:
         return f"hparams position_encoding={hp.position_encoding!r} is unknown to this converter"
     if run.search.constrained:
         return f"problem {run.problem.name} decodes constrained; pass --noconstrained"
+    if run.quantize != "none":
+        return f"--quantize={run.quantize}; CTranslate2 quantizes itself (--ct2_quantization)"
     return None
 
 

@@ -3,6 +3,7 @@ of greedy decoding on a dev subset."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ import tensorflow as tf
 
 from t2t_lite.data import trim_ids
 from t2t_lite.decode import transformer_step
+from t2t_lite.decode.replicas import split_rows
 from t2t_lite.train.step import sum_stats
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -41,21 +43,33 @@ def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[s
     # Capped at float32's largest value: a diverged run's summaries and logs stay finite.
     metrics["dev_perplexity"] = min(math.exp(min(metrics["dev_loss"], 700.0)), FLOAT32_MAX)
     if bleu and config.bleu_examples:
-        metrics["dev_bleu"] = dev_bleu(trainer.model, problem, config)
+        metrics["dev_bleu"] = dev_bleu(trainer.model, problem, config, _local(trainer.strategy))
     return {k: float(v) for k, v in metrics.items()}
 
 
-def dev_bleu(model, problem, config) -> float:
-    """sacreBLEU of greedy decoding (beam 1) on the first `config.bleu_examples` dev examples."""
+def _local(strategy):
+    """The strategy dev BLEU's decoding splits its batches over: the training strategy when its
+    replicas are all in this process (t2t-decode's path), else none."""
+    if len(strategy.extended.worker_devices) != strategy.num_replicas_in_sync:
+        return None
+    return strategy
+
+
+def dev_bleu(model, problem, config, strategy=None) -> float:
+    """sacreBLEU of greedy decoding (beam 1) on the first `config.bleu_examples` dev examples,
+    each batch split over the replicas of `strategy` as t2t-decode does."""
     import sacrebleu
 
     tokenizer = problem.tokenizer(config.data_dir)
     dataset = problem.make_dataset(
         config.data_dir, "dev", model.hparams, shuffle=False, repeat=False
     )
+    translate = split_rows(
+        strategy, functools.partial(transformer_step.translate_ids, model, beam_size=1, nbest=1)
+    )
     hypotheses, references = [], []
     for batch in dataset:
-        result = transformer_step.translate_ids(model, batch["inputs"], beam_size=1, nbest=1)
+        result = translate(batch["inputs"])
         # Both end at their first EOS; padding follows it (search output and dataset alike).
         hypotheses.extend(trim_ids(result.ids[:, 0]).to_list())
         references.extend(trim_ids(batch["targets"]).to_list())

@@ -185,12 +185,13 @@ def test_every_layout_scores_as_the_model(layout, tmp_path):
 
 
 def test_what_ctranslate2_cannot_hold_is_refused():
-    def fake_run(model, **search):
+    def fake_run(model, quantize="none", **search):
         return types.SimpleNamespace(
             model=model,
             hparams=model.hparams,
             search=SearchSettings(**search),
             problem=types.SimpleNamespace(name="parse_gum"),
+            quantize=quantize,
         )
 
     model = tiny_model(13)
@@ -201,6 +202,7 @@ def test_what_ctranslate2_cannot_hold_is_refused():
     wide_keys = tiny_model(13, overrides=",d_k=12")
     assert "d_k=12 != d_v=8" in ct2.refusal(fake_run(wide_keys))
     assert "--noconstrained" in ct2.refusal(fake_run(model, constrained=True))
+    assert "--ct2_quantization" in ct2.refusal(fake_run(model, quantize="int8"))
     assert "several checkpoints" in ct2.refusal(fake_run(Ensemble([model, model])))
     with pytest.raises(ValueError, match="must begin with"):
         ct2.T2TLiteConverter(model, TOKENS[::-1])

@@ -3,6 +3,10 @@ scored with sacreBLEU."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import types
 
 import pytest
@@ -55,3 +59,20 @@ def test_dev_bleu_scores_decoded_dev_examples(reverse_data, monkeypatch, reverse
         assert score == pytest.approx(100.0)
     else:
         assert 0.0 < score < 60.0
+
+
+def test_dev_bleu_splits_its_batches_over_the_replicas_as_t2t_decode_does(tmp_path):
+    """Training's dev BLEU under a two-device MirroredStrategy decodes each batch split over
+    the replicas (t2t_lite.decode.replicas) and scores exactly what one device does."""
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run(
+        [sys.executable, os.path.join(tests, "train_helpers.py"), "dev_bleu", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["replicas"] == 2
+    assert result["two"] == result["one"] and result["one"] > 10.0

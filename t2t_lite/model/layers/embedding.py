@@ -18,6 +18,10 @@ class SharedEmbedding(keras.layers.Layer):
     `call(ids)` returns the embeddings multiplied by sqrt(d_model), as section 3.4 says; id 0
     (padding, and the decoder's start symbol) embeds to zeros, as in tensor2tensor.
     `logits(x)` returns x W^T, [batch, length, vocab_size].
+
+    `quantize("int8")` (what `Model.quantize` calls, for decoding) keeps the matrix as int8 rows
+    with one float32 scale per row (W ~ W_int8 / scale); lookups dequantize their rows and
+    `logits` multiplies the float inputs by the int8 rows (weight-only int8, `_int8_logits`).
     """
 
     def __init__(self, vocab_size: int, d_model: int, **kwargs):
@@ -35,17 +39,68 @@ class SharedEmbedding(keras.layers.Layer):
 
     def call(self, ids):
         x = tf.gather(tf.cast(self.embeddings, self.compute_dtype), ids)
+        return self._scale_and_mask(x, ids)
+
+    def _scale_and_mask(self, x, ids):
         x *= tf.cast(math.sqrt(self.d_model), self.compute_dtype)
         return x * tf.cast(tf.not_equal(ids, PAD_ID), self.compute_dtype)[..., None]
 
     def logits(self, x, limit: int | None = None):
         """[..., d_model] --> [..., vocab_size], or [..., limit] for the first `limit` ids."""
+        if self.quantization_mode == "int8":
+            return self._int8_logits(x, limit)
         # One 2-D product over all positions. tf.matmul of a [batch, length, d_model] tensor by
         # the [vocab, d_model] matrix is a batched matmul that broadcasts the matrix, and its
         # gradient builds a [batch, vocab, d_model] tensor and sums it: 3x slower in training.
         flat = tf.reshape(x, [-1, self.d_model])  # --> [batch * length, d_model]
         weights = self.embeddings if limit is None else self.embeddings[:limit]
         logits = tf.matmul(flat, tf.cast(weights, self.compute_dtype), transpose_b=True)
+        shape = tf.concat([tf.shape(x)[:-1], [limit or self.vocab_size]], axis=0)
+        return tf.reshape(logits, shape)  # --> [..., vocab_size]
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Keras' quantization hook: mode "int8" replaces `embeddings` by int8 rows and
+        `embeddings_scale` [vocab, 1] (127 / max |row|, per row: per output channel of the
+        logits, and per looked-up vector); the inputs stay float whatever `config` says. Other
+        modes raise NotImplementedError, which `Model.quantize` turns into a warning."""
+        if type_check and type(self) is not SharedEmbedding:
+            raise self._not_implemented_error(self.quantize)
+        if mode != "int8":
+            raise NotImplementedError(f"SharedEmbedding quantizes to int8 only, not {mode!r}")
+        if getattr(self, "_is_quantized", False):
+            raise ValueError(f"{self.name} is already quantized")
+        values, scale = keras.quantizers.abs_max_quantize(self.embeddings, axis=-1, to_numpy=True)
+        del self.embeddings  # untracks the float matrix
+        self.embeddings = self.add_weight(
+            name="embeddings", shape=values.shape, initializer="zeros", dtype="int8",
+            trainable=False,
+        )  # fmt: skip
+        self.embeddings_scale = self.add_weight(
+            name="embeddings_scale", shape=scale.shape, initializer="ones", trainable=False,
+            autocast=False,  # float32 under a mixed policy too
+        )  # fmt: skip
+        self.embeddings.assign(values)
+        self.embeddings_scale.assign(scale)
+        self._is_quantized = True
+        # Keras' int8 policy: __call__ now runs `_int8_call`, and quantization_mode says "int8".
+        self.dtype_policy = keras.dtype_policies.get(f"int8_from_{self.dtype_policy.name}")
+
+    def _int8_call(self, ids, training=None):
+        rows = tf.gather(self.embeddings, ids)  # --> [..., d_model] int8
+        scale = tf.gather(self.embeddings_scale, ids)  # --> [..., 1] float32
+        x = tf.cast(tf.cast(rows, tf.float32) / scale, self.compute_dtype)
+        return self._scale_and_mask(x, ids)
+
+    def _int8_logits(self, x, limit: int | None):
+        """x W^T with W in int8: the float inputs times the int8 rows (exact in the compute
+        dtype), divided by each row's scale."""
+        flat = tf.reshape(x, [-1, self.d_model])  # --> [batch * length, d_model]
+        weights = self.embeddings  # [vocab, d_model] int8
+        scale = self.embeddings_scale  # [vocab, 1] float32
+        if limit is not None:
+            weights, scale = weights[:limit], scale[:limit]
+        products = tf.matmul(flat, tf.cast(weights, flat.dtype), transpose_b=True)
+        logits = products / tf.cast(tf.transpose(scale), flat.dtype)
         shape = tf.concat([tf.shape(x)[:-1], [limit or self.vocab_size]], axis=0)
         return tf.reshape(logits, shape)  # --> [..., vocab_size]
 

@@ -1,0 +1,275 @@
+"""int8 decoding (`--quantize=int8`, t2t_lite.decode.quantize) on a tiny model trained to reverse
+digits: which weights are int8, the int8 products against a NumPy reference, the logits within
+the stated tolerance of float32's, the same translations, cached against recomputed decoding,
+and the flag through t2t-decode and t2t-export (the SavedModel loads and translates)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from decoding_helpers import random_inputs, tiny_model, write_tiny_run
+
+from t2t_lite.decode import transformer_step
+from t2t_lite.decode.ensemble import Ensemble
+from t2t_lite.decode.quantize import check_mode, quantize_model, quantized_layers
+from t2t_lite.decode.run import Run
+from t2t_lite.decode.runner import Translator
+from t2t_lite.hparams import get_hparams
+from t2t_lite.model.layers import SharedEmbedding
+from t2t_lite.model.transformer import Transformer
+
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+LAYERS = 2  # encoder and decoder layers
+SEARCH = {"beam_size": 3, "alpha": 0.6, "extra_length": 2}
+# The int8 model's teacher-forced logits differ from float32's by at most TOLERANCE in relative
+# RMS, ||int8 - float32||_2 / ||float32||_2. The weights are int8 and the inputs float: one
+# product y = sum_i x_i w_i rounds each w_i to a step of max|w| / 127 (per output channel), an
+# error uniform within half a step, RMS step / sqrt(12). These errors are independent, so
+# relative to y's RMS they give c / (127 sqrt(12)), where c = max|w| / RMS(w) is the channel's
+# crest factor (2.5 to 3.5 for Gaussian rows of 32 to 1024 weights): 0.6% to 0.8% per product.
+# Layer norms rescale between the products, so the errors of the 5 to 9 products on a path to
+# the logits add in quadrature: at most 3 x 0.8% = 2.4%, and 5% leaves room for heavier-tailed
+# trained weights. Measured: 1.3% here and 1.3% on the demo's transformer_small
+# (docs/decoding.md). The largest single error, a tail value, is checked against twice that,
+# relative to the largest logit (measured: 4.3%).
+TOLERANCE = 0.05
+
+
+def reverse_batch(rng: np.random.Generator, rows: int, longest: int = 7):
+    """Sources of 1..longest digit ids (3..12) then EOS, and their reversals then EOS, both
+    [rows, longest + 1] int32 zero-padded."""
+    sources = np.zeros((rows, longest + 1), np.int32)
+    targets = np.zeros_like(sources)
+    for row, length in enumerate(rng.integers(1, longest + 1, rows)):
+        digits = rng.integers(3, 13, length)
+        sources[row, :length], targets[row, :length] = digits, digits[::-1]
+        sources[row, length] = targets[row, length] = 1
+    return sources, targets
+
+
+def train_reverse(steps: int = 300) -> Transformer:
+    """A 2+2-layer Transformer (d_model 32) trained with Adam to reverse digit strings; it gets
+    over 99% of them right."""
+    keras.utils.set_random_seed(5)
+    hparams = get_hparams(
+        "transformer_tiny",
+        f"num_encoder_layers={LAYERS},num_decoder_layers={LAYERS},d_model=32,d_ff=64,"
+        "num_heads=4,max_positions=16,dropout=0.0",
+    )
+    model = Transformer(hparams, 13)
+    model.build()
+    optimizer = keras.optimizers.Adam(3e-3)
+
+    @tf.function
+    def step(sources, targets):
+        with tf.GradientTape() as tape:
+            logits = model({"inputs": sources, "targets": targets}, training=True)
+            losses = keras.losses.sparse_categorical_crossentropy(targets, logits, True)
+            mask = tf.cast(targets > 0, tf.float32)
+            loss = tf.reduce_sum(losses * mask) / tf.reduce_sum(mask)
+        variables = model.trainable_variables
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        step(*reverse_batch(rng, 128))
+    return model
+
+
+def _text(ids: np.ndarray) -> str:
+    return " ".join(str(i - 3) for i in ids if i > 1)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("quantize")
+    output_dir, _, data_dir = write_tiny_run(
+        root, model=train_reverse(), problem="algorithmic_reverse"
+    )
+    sources, targets = reverse_batch(np.random.default_rng(7), 200)
+    return {
+        "root": root,
+        "output_dir": str(output_dir),
+        "float": Run.restore(str(output_dir), search=SEARCH),
+        "int8": Run.restore(str(output_dir), search=SEARCH, quantize="int8"),
+        "sources": sources,
+        "targets": targets,
+        "lines": [_text(row) for row in sources],
+    }
+
+
+def test_the_claimed_layers_hold_int8_weights(trained):
+    model, run = trained["int8"].model, trained["int8"]
+    assert run.quantize == "int8" and run.describe()["quantize"] == "int8"
+    layers = quantized_layers(model)
+    # Per encoder layer q, k, v, output and the two feed-forward layers; per decoder layer
+    # twice the attention; and the shared embedding, which also computes the logits.
+    assert len(layers) == LAYERS * 6 + LAYERS * 10 + 1
+    assert {type(layer).__name__ for layer in layers} == {"EinsumDense", "Dense", "SharedEmbedding"}
+    for layer in layers:
+        assert layer.quantization_mode == "int8", layer.path
+        kinds = {v.path.rsplit("/", 1)[-1]: v.dtype for v in layer.weights}
+        matrix = "embeddings" if isinstance(layer, SharedEmbedding) else "kernel"
+        assert kinds[matrix] == "int8" and kinds[f"{matrix}_scale"] == "float32", kinds
+    # No float matrix is left: what stays float are the scales, biases and layer norms.
+    for variable in model.weights:
+        if variable.path.endswith(("kernel", "embeddings")):
+            assert variable.dtype == "int8", variable.path
+        elif variable.dtype == "float32":
+            assert variable.path.endswith(("_scale", "bias", "gamma", "beta")), variable.path
+    assert not quantized_layers(trained["float"].model)
+
+
+def test_int8_embedding_equals_a_numpy_reference():
+    layer = SharedEmbedding(50, 16)
+    layer.build()
+    weights = layer.embeddings.numpy().astype(np.float64)
+    x = np.random.default_rng(3).normal(size=(2, 5, 16)).astype(np.float32)
+    ids = np.array([[0, 1, 7, 49], [3, 3, 0, 20]], np.int32)
+    layer.quantize("int8")
+
+    def quantized(a):  # abs-max per row to [-127, 127]: (int values, scale)
+        scale = 127.0 / (np.abs(a).max(axis=-1, keepdims=True) + keras.config.epsilon())
+        return np.clip(np.round(a * scale), -127, 127), scale
+
+    w_q, w_scale = quantized(weights)
+    np.testing.assert_array_equal(layer.embeddings.numpy(), w_q)
+    assert layer.embeddings.dtype == "int8" and layer.quantization_mode == "int8"
+    # Each weight is within half a step of its row's scale.
+    assert np.all(np.abs(w_q / w_scale - weights) <= 0.5 / w_scale + 1e-7)
+    expected = x.astype(np.float64) @ (w_q / w_scale).T  # the inputs stay float
+    np.testing.assert_allclose(layer.logits(x), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(layer.logits(x, limit=9), expected[..., :9], rtol=1e-5, atol=1e-6)
+    looked_up = (w_q / w_scale)[ids] * 4.0 * (ids != 0)[..., None]  # sqrt(16) = 4
+    np.testing.assert_allclose(layer(ids), looked_up, rtol=1e-6, atol=1e-7)
+
+
+def test_logits_are_within_the_tolerance_of_float32(trained):
+    features = {"inputs": trained["sources"], "targets": trained["targets"]}
+    exact = trained["float"].model(features).numpy()
+    int8 = trained["int8"].model(features).numpy()
+    rms_error = np.linalg.norm(int8 - exact) / np.linalg.norm(exact)
+    assert 0 < rms_error < TOLERANCE, rms_error
+    largest_error = np.abs(int8 - exact).max() / np.abs(exact).max()
+    assert largest_error < 2 * TOLERANCE, largest_error
+    # The model's log-probability of each reference (up to 8 tokens) moves by little.
+    scores = [
+        transformer_step.score_ids(trained[kind].model, *features.values()).numpy()
+        for kind in ("float", "int8")
+    ]
+    moved = np.abs(scores[1] - scores[0])
+    assert moved.max() < 0.25 and moved.mean() < 0.02, (moved.max(), moved.mean())
+
+
+def test_int8_translates_as_float32(trained):
+    lines = trained["lines"]
+    names = [f"in:{i + 1}" for i in range(len(lines))]
+    found = {
+        kind: Translator.from_run(trained[kind], batch_tokens=256).translate(lines, names)
+        for kind in ("float", "int8")
+    }
+    for kind in found:  # the model is trained: nearly every line is reversed
+        right = sum(
+            h[0].text == " ".join(s.split()[::-1]) for h, s in zip(found[kind], lines, strict=True)
+        )
+        assert right >= 195, (kind, right)
+    assert [h[0].text for h in found["int8"]] == [h[0].text for h in found["float"]]
+    greedy = {
+        kind: transformer_step.sample_ids(trained[kind].model, trained["sources"]).ids.numpy()
+        for kind in ("float", "int8")
+    }
+    np.testing.assert_array_equal(greedy["int8"], greedy["float"])
+
+
+def test_cached_int8_decoding_equals_recomputation(trained):
+    """Every call path of the quantized layers (the 2-D views of the cached step, the memory
+    projected once, the whole prefix recomputed) uses the same int8 weights."""
+    model, sources = trained["int8"].model, trained["sources"][:40]
+    found = [
+        transformer_step.translate_ids(model, sources, beam_size=3, nbest=2, use_cache=cache)
+        for cache in (True, False)
+    ]
+    np.testing.assert_array_equal(found[0].ids, found[1].ids)
+    np.testing.assert_allclose(found[0].scores, found[1].scores, rtol=1e-5, atol=1e-5)
+
+
+def test_a_bfloat16_model_quantizes_too():
+    model = tiny_model(13, overrides=",precision=mixed_bfloat16")
+    inputs = random_inputs(6, 6, 13, seed=4)
+    features = {"inputs": inputs, "targets": inputs}
+    exact = model(features).numpy()
+    found = transformer_step.translate_ids(model, inputs, beam_size=2)
+    quantize_model(model, "int8")
+    assert model.embedding.embeddings_scale.dtype == "float32"
+    assert model.encoder.blocks[0].feed_forward.hidden.quantization_mode == "int8"
+    int8 = model(features).numpy()
+    assert np.linalg.norm(int8 - exact) / np.linalg.norm(exact) < TOLERANCE
+    quantized = transformer_step.translate_ids(model, inputs, beam_size=2)
+    assert quantized.ids.shape[:2] == found.ids.shape[:2]
+    assert np.isfinite(quantized.scores.numpy()).all()
+
+
+def test_refusals_and_ensembles():
+    with pytest.raises(ValueError, match="--quantize='int4' is not one of none, int8"):
+        check_mode("int4")
+    half = Transformer(get_hparams("transformer_tiny", "precision=mixed_float16"), 13)
+    half.build()
+    with pytest.raises(ValueError, match="float16"):
+        quantize_model(half, "int8")
+    members = [tiny_model(13, seed=1), tiny_model(13, seed=2)]
+    quantize_model(Ensemble(members), "int8")
+    assert all(len(quantized_layers(m)) == 17 for m in members)  # 1+1 layers: 6 + 10 + 1
+
+
+def _command(name: str, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", f"t2t_lite.bin.{name}", *flags],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+
+
+def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("".join(f"{line}\n" for line in trained["lines"][:30]))
+    target = tmp_path / "out.txt"
+    search = [f"--{k}={v}" for k, v in SEARCH.items()]
+    run = ["--output_dir=" + trained["output_dir"], *search]
+    decoded = _command(
+        "t2t_decode", *run, f"--decode_from_file={source}", f"--decode_to_file={target}",
+        "--quantize=int8",
+    )  # fmt: skip
+    assert decoded.returncode == 0, decoded.stderr[-3000:]
+    assert "int8: 33 layers quantized" in decoded.stderr
+    names = [f"in:{i}" for i in range(30)]
+    expected = Translator.from_run(trained["int8"]).translate(trained["lines"][:30], names)
+    assert target.read_text().splitlines() == [h[0].text for h in expected]
+    wrong = _command("t2t_decode", *run, "--quantize=int4")
+    assert (
+        wrong.returncode != 0 and "--quantize" in wrong.stderr and "Traceback" not in wrong.stderr
+    )
+
+    export_dir = tmp_path / "export"
+    exported = _command("t2t_export", *run, f"--export_dir={export_dir}", "--quantize=int8")
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    path = str(export_dir / "1")
+    dtypes = tf.train.load_checkpoint(f"{path}/variables/variables").get_variable_to_dtype_map()
+    # The archive's list of the model's variables (it also lists them all once more).
+    int8 = [k for k, d in dtypes.items() if k.startswith("variables/") and d == tf.int8]
+    assert len(int8) == 33, dtypes
+    loaded = tf.saved_model.load(path)
+    served = loaded.signatures["serving_default"](inputs=tf.constant(trained["lines"][:30]))
+    assert [s.decode() for s in served["outputs"].numpy()] == [h[0].text for h in expected]
+    refused = _command(
+        "t2t_export", *run, f"--export_dir={tmp_path / 'ct2'}", "--format=ctranslate2",
+        "--quantize=int8",
+    )  # fmt: skip
+    assert refused.returncode == 1 and "--ct2_quantization" in refused.stderr, refused.stderr
