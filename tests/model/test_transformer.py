@@ -126,8 +126,10 @@ def test_int8_quantization_reaches_every_projection():
         warnings.simplefilter("ignore")
         model.quantize("int8")
     int8 = [w.path for w in model.weights if w.dtype == "int8"]
-    # Per encoder layer 4 attention + 2 feed-forward kernels, per decoder layer 8 + 2.
-    assert len(int8) == 2 * 6 + 2 * 10, int8
+    # Per encoder layer 4 attention + 2 feed-forward kernels, per decoder layer 8 + 2, and the
+    # shared embedding (its lookups and the logits; per-row scales).
+    assert len(int8) == 2 * 6 + 2 * 10 + 1, int8
+    assert any(path.endswith("shared_embedding/embeddings") for path in int8)
     quantized = model(features).numpy()
     error = np.abs(quantized - full).max() / np.abs(full).max()
     assert 0 < error < 0.1

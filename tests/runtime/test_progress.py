@@ -31,6 +31,7 @@ def test_the_progress_line_shows_resident_memory(caplog):
     progress = ProgressLog(total_steps=4, start_step=0, every=2)
     result = {"source_tokens": 10, "target_tokens": 12, "loss": 1.0, "nll": 0.9,
               "learning_rate": 1e-3, "grad_norm": 0.5, "loss_scale": 1.0}  # fmt: skip
+    caplog.set_level(logging.INFO, logger="absl")  # whatever verbosity earlier tests left
     with caplog.at_level(logging.INFO):
         for step in (1, 2):
             progress.update(step, result)

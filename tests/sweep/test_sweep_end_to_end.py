@@ -95,6 +95,7 @@ def test_a_rerun_trains_only_what_is_not_finished(swept, caplog):
     # As if the sweep was killed after training the last run, before recording it.
     os.remove(os.path.join(runs, RUNS[-1], "sweep_done.json"))
     caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="absl")  # whatever verbosity earlier tests left
     run_sweep(*load_plan(sweep_dir))  # the same sweep (the plan the command saved)
     for k, name in enumerate(RUNS[:-1], start=1):
         assert f"run {k} of 4: {name} finished earlier; skipped" in caplog.text

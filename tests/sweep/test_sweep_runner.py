@@ -68,14 +68,19 @@ def test_sigterm_reaches_the_training_process_and_stops_the_sweep(tmp_path, monk
     run_dir = os.path.join(tmp_path, "runs", "transformer_tiny-seed1")
     log = os.path.join(run_dir, records.LOG_FILE)
 
-    def send_when_training():
-        for _ in range(200):
-            if os.path.exists(log) and "training" in open(log).read():
-                break
-            threading.Event().wait(0.05)
-        os.kill(os.getpid(), signal.SIGTERM)
-
     handler = signal.getsignal(signal.SIGTERM)
+
+    def send_when_training():
+        # Only once the sweep's handler is in place and the stand-in trains: a SIGTERM before
+        # that would stop pytest itself. A slow machine waits; one that never gets there fails
+        # the assertions below instead.
+        for _ in range(2400):
+            forwarding = signal.getsignal(signal.SIGTERM) is not handler
+            if forwarding and os.path.exists(log) and "training" in open(log).read():
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            threading.Event().wait(0.05)
+
     sender = threading.Thread(target=send_when_training)
     sender.start()
     with pytest.raises(runner.SweepInterrupted, match="stopped by SIGTERM while training "
