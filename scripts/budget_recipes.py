@@ -55,6 +55,7 @@ def run(command: list[str], log: str) -> str:
 
 def write_split(problem_name: str, data_dir: str, split: str, work: str) -> tuple[str, str]:
     from t2t_lite.problems import get_problem
+    from t2t_lite.runtime import atomic_io
 
     source, target = (os.path.join(work, f"{split}.{side}") for side in ("src", "tgt"))
     if not os.path.isfile(target):
@@ -64,9 +65,7 @@ def write_split(problem_name: str, data_dir: str, split: str, work: str) -> tupl
         problem.prepare(data_dir, options)
         pairs = list(problem.text_pairs(split, options))
         for path, side in ((source, 0), (target, 1)):
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                f.write("".join(pair[side] + "\n" for pair in pairs))
-            os.replace(path + ".tmp", path)
+            atomic_io.write_text(path, "".join(pair[side] + "\n" for pair in pairs))
     return source, target
 
 
@@ -112,9 +111,9 @@ def trial(args, name: str, source: str, reference: str) -> dict:
         f"{args.split}_bleu": float(re.search(r"sacreBLEU\s+BLEU = ([0-9.]+)", bleu).group(1)),
         "final_choice": chosen,
     }
-    with open(result_file + ".tmp", "w") as f:
-        json.dump(result, f, indent=2)
-    os.replace(result_file + ".tmp", result_file)
+    from t2t_lite.runtime import atomic_io
+
+    atomic_io.write_json(result_file, result)
     return result
 
 
