@@ -5,8 +5,9 @@ A definition is data, like an hparams set: `SWEEPS.get("table3_small")`, or a JS
 same shape (`SweepDefinition.load`). Each row may carry the paper's own numbers (`PaperRow`), so
 a report can set the two side by side.
 
-table3_small scales every Table 3 row around `transformer_small` with 8 heads (the paper's h, so
-d_k = d_v = 256 / 8 = 32): N = 3 layers, d_model 256, d_ff 1024, half the paper's depth and width.
+table3_small scales every Table 3 row around `transformer_small_table3`: transformer_small's size
+with the paper's 8 heads (so d_k = d_v = 256 / 8 = 32) and base recipe: N = 3 layers, d_model
+256, d_ff 1024, half the paper's depth and width.
 Each row keeps its relation to the base:
   (A) h as in the paper with h * d_k = d_model: d_k = d_v halved (512, 128, 32, 16 -> 256, 64,
       16, 8), so the attention's parameters and computation stay the base's;
@@ -132,14 +133,12 @@ SWEEPS: Registry[SweepDefinition] = Registry("sweep")
 
 # --- table3_small --------------------------------------------------------------------------------
 
-# The small base: transformer_small (N 3, d_model 256, d_ff 1024) with the paper's 8 heads.
-TABLE3_SMALL_SET = "transformer_small"
-TABLE3_SMALL_BASE = {"num_heads": 8}
+# The small base: N 3, d_model 256, d_ff 1024 with the paper's 8 heads and base recipe.
+TABLE3_SMALL_SET = "transformer_small_table3"
 
 
 def _table3_row(name: str, group: str, change: str, paper: PaperRow, **changes: Any) -> SweepRow:
-    values = {**TABLE3_SMALL_BASE, **changes}
-    overrides = ",".join(f"{key}={value}" for key, value in values.items())
+    overrides = ",".join(f"{key}={value}" for key, value in changes.items())
     return SweepRow(
         name=name,
         hparams_set=TABLE3_SMALL_SET,
@@ -262,7 +261,7 @@ TABLE3_SMALL = SweepDefinition(
     name="table3_small",
     rows=_TABLE3_ROWS,
     base="base",
-    description="The paper's Table 3 rows (A)-(E) around transformer_small with 8 heads, each "
+    description="The paper's Table 3 rows (A)-(E) around transformer_small_table3 (8 heads), each "
     "row scaled to keep its relation to the base (hparams/sweeps.py).",
 )
 
