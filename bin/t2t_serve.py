@@ -16,6 +16,7 @@ from absl import flags
 
 from t2t_lite.bin import cli
 from t2t_lite.decode import search_flags
+from t2t_lite.extras import import_extra
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", None, "Training run to serve (hparams.json, checkpoints/).")
@@ -32,6 +33,8 @@ flags.adopt_module_key_flags(search_flags)
 
 
 def main() -> None:
+    for module in ("fastapi", "uvicorn"):  # before the run is restored: a quick, clear error
+        import_extra(module, module, "serve", "t2t-serve")
     from t2t_lite.serve.web import server  # after flag parsing: --help stays fast
 
     limits = server.Limits(

@@ -10,7 +10,8 @@ the one final report. Finished recipes are skipped on a rerun, so a killed compa
 
 On a shared machine the minutes buy different step counts from run to run; `--steps=N` gives
 every recipe the same N updates instead (the budget schedules then end at step N), which
-compares the schedules alone.
+compares the schedules alone, and `--tokens=N` gives each recipe N / batch_size updates: the same
+training tokens, about the same CPU time, for recipes whose batch sizes differ.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ RECIPES = {
     "clock": "learning_rate_schedule=rsqrt_warmup",
     "tuned_clock": HAND_TUNED + ",learning_rate_schedule=rsqrt_warmup",
     "tuned_budget": HAND_TUNED,
+    # One hand-tuned choice undone at a time: which of them the stock recipe should take.
+    "tuned_post": HAND_TUNED + ",norm_position=post",
+    "tuned_dropout": HAND_TUNED + ",dropout=0.1",
+    "tuned_2048": HAND_TUNED + ",batch_size=2048",
 }
 
 
@@ -77,6 +82,12 @@ def _steps(output_dir: str) -> int:
     return checkpoint_step(tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints")))
 
 
+def batch_tokens(overrides: str) -> int:
+    from t2t_lite.hparams import get_hparams
+
+    return get_hparams("transformer_small", overrides).batch_size
+
+
 def trial(args, name: str, source: str, reference: str) -> dict:
     out = os.path.join(args.work_dir, name)
     result_file = os.path.join(out, "recipe_result.json")
@@ -86,8 +97,9 @@ def trial(args, name: str, source: str, reference: str) -> dict:
     os.makedirs(out, exist_ok=True)
     log = os.path.join(out, "log.txt")
     hparams, budget = RECIPES[name], f"--train_minutes={args.minutes}"
-    if args.steps:  # a budget of steps: the same updates whatever the machine's load
-        budget = f"--train_steps={args.steps}"
+    steps = args.steps or args.tokens // batch_tokens(hparams)
+    if steps:  # a budget of steps: the same updates whatever the machine's load
+        budget = f"--train_steps={steps}"
         if "learning_rate_schedule" not in hparams:
             hparams = ",".join(filter(None, [hparams, "learning_rate_schedule=linear_budget"]))
     train = run(["t2t-train", f"--problem={args.problem}", f"--data_dir={args.data_dir}",
@@ -125,6 +137,9 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument(
         "--steps", type=int, default=0, help="A budget of steps instead of minutes (0: minutes)."
+    )
+    parser.add_argument(
+        "--tokens", type=int, default=0, help="A budget of training tokens (0: minutes)."
     )
     parser.add_argument("--recipes", default=",".join(RECIPES))
     parser.add_argument("--split", default="dev")

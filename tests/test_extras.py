@@ -101,3 +101,27 @@ def test_commands_report_a_missing_extra_in_one_line(tmp_path):
     )
     assert visualize.returncode == 2, visualize.stderr[-2000:]
     assert visualize.stderr.strip().splitlines()[-1] == f"t2t-visualize: error: {VIZ}"
+
+
+@pytest.mark.parametrize(
+    "module, argv, missing, message",
+    [
+        ("t2t_serve", ["t2t-serve", "--export_dir=/nonexistent"], "fastapi",
+         "t2t-serve needs fastapi: pip install 't2t_lite[serve]'"),
+        ("t2t_serve", ["t2t-serve", "--export_dir=/nonexistent"], "uvicorn",
+         "t2t-serve needs uvicorn: pip install 't2t_lite[serve]'"),
+        ("t2t_export", ["t2t-export", "--output_dir=/nonexistent", "--export_dir=/x",
+                        "--format=ctranslate2"], "ctranslate2",
+         "t2t-export --format=ctranslate2 needs ctranslate2: pip install 't2t_lite[ctranslate2]'"),
+        ("t2t_query", ["t2t-query", "--model=m", "--protocol=grpc", "--input_file=/dev/null"],
+         "grpc",
+         "t2t-query --protocol=grpc needs grpcio: pip install 't2t_lite[grpc]'"),
+    ],
+)  # fmt: skip
+def test_serving_commands_name_their_extra(module, argv, missing, message):
+    """The serving paths check their extra before they touch a run or a server, so the paths in
+    these commands need not exist."""
+    done = _command(module, argv, missing)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == f"{argv[0]}: error: {message}"
+    assert "Traceback" not in done.stderr

@@ -27,6 +27,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, TextIO
 
+from t2t_lite.extras import import_extra
 from t2t_lite.runtime import atomic_io
 
 DEFAULT_SERVER = "http://localhost:8501"
@@ -178,6 +179,10 @@ def make_predictor(
     """The Predictor of t2t-query's flags: REST (`server` default DEFAULT_SERVER) or gRPC
     (`grpc_query.GrpcPredictor`, default localhost:8500; `retries` of UNAVAILABLE)."""
     if protocol == "grpc":
+        import_extra("grpc", "grpcio", "grpc", "t2t-query --protocol=grpc")
+        import_extra(
+            "tensorflow_serving.apis", "tensorflow-serving-api", "grpc", "t2t-query --protocol=grpc"
+        )
         from t2t_lite.serve import grpc_query  # grpc and TensorFlow only when asked for
 
         return grpc_query.GrpcPredictor(server, model, version, signature_name, timeout, retries)
