@@ -29,6 +29,7 @@ flags.DEFINE_integer("max_sentences", 32, "Sentences per request.", lower_bound=
 flags.DEFINE_integer("max_characters", 1000, "Characters per sentence.", lower_bound=1)
 flags.DEFINE_integer("max_concurrent", 2, "Searches at once; more get 429.", lower_bound=1)
 search_flags.define_search_flags()
+search_flags.define_quantize_flag()
 flags.adopt_module_key_flags(search_flags)
 
 
@@ -48,6 +49,7 @@ def main() -> None:
         FLAGS.checkpoint,
         FLAGS.data_dir,
         search=search_flags.search_overrides(),
+        quantize=FLAGS.quantize,
     )
     server.serve(backend, limits, FLAGS.host, FLAGS.port)
 

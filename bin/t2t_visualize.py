@@ -24,6 +24,7 @@ flags.DEFINE_string("inputs", None, "The sentence to translate and picture.", re
 flags.DEFINE_string("visualize_dir", None, "Where PNGs and index.html go (default O/attention).")
 flags.DEFINE_string("checkpoint", None, "Checkpoint path or folder (default: latest/averaged).")
 search_flags.define_search_flags()
+search_flags.define_quantize_flag()
 flags.adopt_module_key_flags(search_flags)
 
 
@@ -34,7 +35,8 @@ def main() -> None:
 
     pyplot()  # without matplotlib, fail before the model loads
     search = search_flags.search_overrides()
-    translator = Translator.from_run(Run.restore(FLAGS.output_dir, FLAGS.checkpoint, search=search))
+    run = Run.restore(FLAGS.output_dir, FLAGS.checkpoint, search=search, quantize=FLAGS.quantize)
+    translator = Translator.from_run(run)
     attention = sentence_attention(translator, FLAGS.inputs)
     directory = FLAGS.visualize_dir or os.path.join(FLAGS.output_dir, "attention")
     paths = write_pictures(attention, directory)

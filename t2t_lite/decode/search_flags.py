@@ -1,4 +1,5 @@
-"""The search flags that t2t-decode, t2t-export and t2t-visualize share, and --quantize.
+"""The search flags that t2t-decode, t2t-export, t2t-serve and t2t-visualize share, and
+--quantize.
 
 Each flag is a `SearchSettings` field; left unset, it takes the problem's `decode_defaults` in
 `Run.restore`. Defining them once keeps the three commands' names, bounds and help alike.
@@ -53,7 +54,8 @@ def search_overrides(values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
 
 
 def define_quantize_flag() -> None:
-    """Defines --quantize (t2t-decode and t2t-export): int8 weights after restoring."""
+    """Defines --quantize (t2t-decode, t2t-export, t2t-serve, t2t-visualize): int8 weights
+    after restoring."""
     flags.DEFINE_enum(
         "quantize",
         "none",

@@ -11,6 +11,7 @@ import tensorflow as tf
 from decoding_helpers import tiny_model, write_tiny_run
 
 from t2t_lite.data import load_tokenizer
+from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import Translator
 from t2t_lite.decode.visualize import sentence_attention, write_pictures
 from t2t_lite.hparams import SearchSettings
@@ -63,7 +64,8 @@ def test_pictures_and_page(tmp_path):
     assert page.count("data:image/png;base64,") == 3 and "3 1 4 1 5 &lt;/s&gt;" in page
 
 
-def test_cli(tmp_path):
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_cli(tmp_path, quantize):
     output_dir, _, _ = write_tiny_run(tmp_path, max_positions=32, seed=7)
     result = subprocess.run(
         [
@@ -72,11 +74,16 @@ def test_cli(tmp_path):
             "t2t_lite.bin.t2t_visualize",
             f"--output_dir={output_dir}",
             "--inputs=2 7 1 8",
+            f"--quantize={quantize}",
         ],
         capture_output=True,
         text=True,
     )
     assert result.returncode == 0, result.stderr[-2000:]
+    # The pictured translation is the one of the (quantized) run that t2t-decode restores.
+    run = Run.restore(str(output_dir), quantize=quantize)
+    expected = sentence_attention(Translator.from_run(run), "2 7 1 8")["translation"]
+    assert f"translation: {expected}\n" in result.stderr
     assert sorted(p.name for p in (output_dir / "attention").iterdir()) == [
         "decoder_cross_layer0.png",
         "decoder_self_layer0.png",

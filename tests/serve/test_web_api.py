@@ -82,6 +82,20 @@ def test_translations_equal_t2t_decode(output_dir, client, tmp_path, search):
         np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=2e-6)
 
 
+def test_int8_backend_serves_what_t2t_decode_quantize_writes(output_dir, tmp_path):
+    """t2t-serve --quantize=int8 serves t2t-decode --quantize=int8's hypotheses and scores."""
+    lines = serve_helpers.sentences(6, seed=11)
+    expected = decoded(output_dir, tmp_path, lines, 2, quantize="int8")
+    backend = load_backend(output_dir=output_dir, quantize="int8")
+    assert backend.facts()["quantize"] == "int8"
+    with TestClient(create_app(backend, LIMITS)) as int8_client:
+        body = int8_client.post("/api/translate", json={"sentences": lines, "nbest": 2}).json()
+    for result, want in zip(body["results"], expected, strict=True):
+        got = [(h["text"], h["score"]) for h in result["hypotheses"]]
+        assert [text for text, _ in got] == [text for text, _ in want]
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=2e-6)
+
+
 def test_default_settings_are_the_runs(output_dir, client):
     run = Run.restore(output_dir)
     answer = client.post("/api/translate", json={"sentences": ["we saw the box"]}).json()
@@ -260,6 +274,8 @@ def test_load_backend_flags_and_binding_warning(output_dir):
         load_backend(output_dir=output_dir, export_dir="x")
     with pytest.raises(ValueError, match="--beam_size, --checkpoint: only with --output_dir"):
         load_backend(export_dir="x", checkpoint="c", search={"beam_size": 2, "alpha": None})
+    with pytest.raises(ValueError, match="--quantize: only with --output_dir"):
+        load_backend(export_dir="x", quantize="int8")
     with pytest.raises(FileNotFoundError, match="--export_dir="):
         load_backend(export_dir=output_dir)
     for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):

@@ -20,9 +20,11 @@ def load_backend(
     checkpoint: str | None = None,
     data_dir: str | None = None,
     search: Mapping[str, Any] | None = None,
+    quantize: str = "none",
 ) -> Backend:
     """A `RunBackend` for `output_dir` (restored as t2t-decode restores it, `search` over the
-    problem's defaults) or a `SavedModelBackend` for `export_dir`; exactly one of the two."""
+    problem's defaults, `quantize` as t2t-decode's --quantize) or a `SavedModelBackend` for
+    `export_dir`; exactly one of the two."""
     if bool(output_dir) == bool(export_dir):
         raise ValueError(
             "give exactly one of --output_dir (a training run) and --export_dir (a SavedModel)"
@@ -30,11 +32,13 @@ def load_backend(
     if export_dir:
         given = {f"--{name}": value for name, value in (search or {}).items()}
         given.update({"--checkpoint": checkpoint, "--data_dir": data_dir})
+        given["--quantize"] = quantize if quantize != "none" else None
         flags = sorted(name for name, value in given.items() if value is not None)
         if flags:
             raise ValueError(
                 f"{', '.join(flags)}: only with --output_dir; a SavedModel's checkpoint, "
-                "vocabulary and search settings are fixed at export"
+                "vocabulary, search settings and weights are fixed at export (t2t-export "
+                "--quantize=int8 writes int8 weights)"
             )
         from t2t_lite.serve.web.saved_model_backend import SavedModelBackend
 
@@ -42,7 +46,8 @@ def load_backend(
     from t2t_lite.decode.run import Run
     from t2t_lite.serve.web.run_backend import RunBackend
 
-    return RunBackend(Run.restore(output_dir, checkpoint, data_dir, search=search))
+    run = Run.restore(output_dir, checkpoint, data_dir, search=search, quantize=quantize)
+    return RunBackend(run)
 
 
 def loopback_warning(host: str, port: int) -> str | None:
