@@ -10,7 +10,7 @@ from typing import Any
 NORM_POSITIONS = ("post", "pre")
 POSITION_ENCODINGS = ("sinusoid", "sinusoid_concat", "learned")
 LEARNING_RATE_SCHEDULES = ("rsqrt_warmup", "constant", "linear_budget")
-PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16", "auto")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +65,9 @@ class HParams:
     max_length: int = 256  # tokens; longer examples are left out of the batches
     train_steps: int = 100000  # optimizer updates
     # Execution.
-    precision: str = "float32"  # a Keras dtype policy: also mixed_float16, mixed_bfloat16
+    # A Keras dtype policy: also mixed_float16, mixed_bfloat16, or auto (mixed_bfloat16 where the
+    # hardware computes bfloat16 natively, else float32; t2t_lite/runtime/precision.py).
+    precision: str = "float32"
     jit_compile: bool = False  # XLA-compiles the training step's forward and backward pass
 
     def __post_init__(self) -> None:

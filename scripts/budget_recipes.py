@@ -40,6 +40,7 @@ RECIPES = {
     "tuned_post": HAND_TUNED + ",norm_position=post",
     "tuned_dropout": HAND_TUNED + ",dropout=0.1",
     "tuned_2048": HAND_TUNED + ",batch_size=2048",
+    "tuned_lr": HAND_TUNED + ",warmup_steps=1000,learning_rate=1.0",
 }
 
 

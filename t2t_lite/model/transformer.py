@@ -18,6 +18,7 @@ from t2t_lite.model.layers import (
     padding_mask,
 )
 from t2t_lite.model.layers.transformer_layers import BLOCK_ARGUMENTS
+from t2t_lite.runtime.precision import resolve_precision
 
 
 def _block_arguments(hparams: HParams) -> dict:
@@ -49,7 +50,7 @@ class Transformer(keras.Model):
     ):
         if isinstance(hparams, dict):
             hparams = HParams.from_dict(hparams)
-        kwargs.setdefault("dtype", hparams.precision)
+        kwargs.setdefault("dtype", resolve_precision(hparams.precision))
         super().__init__(**kwargs)
         if not 0 <= output_vocab_size <= vocab_size:
             raise ValueError(f"output_vocab_size={output_vocab_size} not in [0, {vocab_size}]")

@@ -1,0 +1,62 @@
+"""`precision=auto`: bfloat16 matmuls where the hardware computes them natively, float32 elsewhere.
+
+Mixed bfloat16 keeps float32 weights and computes in bfloat16. On a CPU with AVX-512 BF16 or AMX
+it runs the matmuls up to twice as fast as float32 (bench/RESULTS.md) with the same losses to
+the usual tolerance; on a CPU without them oneDNN emulates bfloat16 and is slower than float32.
+So "auto" asks the hardware: a GPU of compute capability 8.0 or more (Ampere and later), or
+Linux's CPU flags `avx512_bf16` / `amx_bf16` when there is no GPU. A run records the resolved
+policy in hparams.json, so decoding and export use what training used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import tensorflow as tf
+
+AUTO = "auto"
+NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+NATIVE_BF16_GPU_CAPABILITY = (8, 0)
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The flags of the first processor in `path`; empty where there is no such file."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def gpu_capabilities() -> list[tuple[int, int]]:
+    """The compute capability of each visible GPU ((0, 0) where TensorFlow does not say)."""
+    found = []
+    for device in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(device)
+        found.append(tuple(details.get("compute_capability") or (0, 0)))
+    return found
+
+
+def native_bfloat16(
+    flags: Iterable[str] | None = None, gpus: list[tuple[int, int]] | None = None
+) -> bool:
+    """Whether the device that will compute (the GPUs if any, else the CPU) has bfloat16
+    arithmetic; `flags` and `gpus` default to this machine's."""
+    gpus = gpu_capabilities() if gpus is None else gpus
+    if gpus:
+        return all(capability >= NATIVE_BF16_GPU_CAPABILITY for capability in gpus)
+    flags = cpu_flags() if flags is None else flags
+    return bool(NATIVE_BF16_CPU_FLAGS & set(flags))
+
+
+def resolve_precision(
+    precision: str, flags: Iterable[str] | None = None, gpus: list[tuple[int, int]] | None = None
+) -> str:
+    """The Keras dtype policy of hparams.precision: "auto" becomes mixed_bfloat16 or float32
+    (`native_bfloat16`); other values are returned as they are."""
+    if precision != AUTO:
+        return precision
+    return "mixed_bfloat16" if native_bfloat16(flags, gpus) else "float32"
