@@ -122,7 +122,8 @@ class DecodeProgress:
     """Logs sentences/s and tokens/s since the start about every `every` seconds, and a summary
     at `finish`. `what` names the work ("decoded", "scored"); `total` is the sentences to do.
 
-    Example: `decoded 1200/3003 sentences, 41.3 sentences/s, 1302.7 tokens/s`.
+    Example: `decoded 1200/3003 sentences, 41.3 sentences/s, 1302.7 tokens/s, rss 1.02 GB (peak
+    1.05)`, rss being the process's resident memory as in the training line.
     """
 
     def __init__(self, total: int, what: str, every: float = 10.0, enabled: bool = True):
@@ -144,11 +145,14 @@ class DecodeProgress:
         if not self.enabled:
             return
         sentences_per_second, tokens_per_second = self._meter.rates_since_start()
+        rss, peak_rss = resident_memory()
         logging.info(
-            message + ", %.1f sentences/s, %.1f tokens/s",
+            message + ", %.1f sentences/s, %.1f tokens/s, rss %.2f GB (peak %.2f)",
             self.what,
             self._meter.units,
             self.total,
             sentences_per_second,
             tokens_per_second,
+            rss / 1e9,
+            peak_rss / 1e9,
         )

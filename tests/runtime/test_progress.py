@@ -1,4 +1,4 @@
-"""The training progress line's memory figures against the kernel's own accounting."""
+"""The training and decoding progress lines' memory figures against the kernel's own accounting."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from t2t_lite.runtime.progress import ProgressLog, resident_memory
+from t2t_lite.runtime.progress import DecodeProgress, ProgressLog, resident_memory
 
 
 def _status_kib(field: str) -> float:
@@ -40,3 +40,18 @@ def test_the_progress_line_shows_resident_memory(caplog):
     gb = float(line.split(" rss ")[1].split()[0])
     assert gb == pytest.approx(progress.rss / 1e9, abs=0.006) and gb > 0.01
     assert progress.scalars(result)["rss_gb"] == progress.rss / 1e9
+
+
+def test_the_decoding_line_shows_resident_memory(caplog):
+    progress = DecodeProgress(total=8, what="decoded", every=0.0)
+    caplog.set_level(logging.INFO, logger="absl")
+    with caplog.at_level(logging.INFO):
+        progress.update(3, 40)
+        progress.finish()
+    first, last = (record.getMessage() for record in caplog.records[-2:])
+    assert first.startswith("decoded 3/8 sentences, ")
+    assert last.startswith("decoded 3/8 sentences done")
+    for line in (first, last):
+        gb, peak = line.split(" rss ")[1].replace("(peak ", "").rstrip(")").split(" GB ")
+        now_gb = resident_memory()[0] / 1e9
+        assert float(gb) == pytest.approx(now_gb, abs=0.05) and float(peak) >= float(gb) > 0.01
