@@ -31,7 +31,7 @@ from t2t_lite.vocabulary import EOS_ID
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("hparams_set", "transformer_small", "Model size.")
-flags.DEFINE_string("hparams", "", "Overrides k=v,k=v.")
+flags.DEFINE_string("hparams", "precision=float32", "Overrides k=v,k=v (float32 unless set).")
 flags.DEFINE_integer("vocab_size", 8000, "Vocabulary size.")
 flags.DEFINE_integer("batch_size", 8, "Sentences per search.")
 flags.DEFINE_integer("beam_size", 4, "Beam width.")

@@ -40,9 +40,10 @@ PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "int8": "float3
 
 
 def benchmark_hparams(dtype: str = "float32"):
-    """transformer_small at the benchmark's configuration."""
+    """transformer_small at the benchmark's configuration: post-norm like every peer."""
     return get_hparams(
         "transformer_small",
+        "norm_position=post,"
         f"num_encoder_layers={P.LAYERS},num_decoder_layers={P.LAYERS},d_model={P.D_MODEL},"
         f"num_heads={P.HEADS},d_ff={P.D_FF},dropout={P.DROPOUT},"
         f"label_smoothing={P.LABEL_SMOOTHING},batch_size={P.TARGET_TOKENS},"
