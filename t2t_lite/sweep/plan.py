@@ -193,3 +193,24 @@ def load_plan(sweep_dir: str) -> tuple[SweepDefinition, SweepConfig]:
         values = json.load(f)
     config = SweepConfig.from_dict({**values["config"], "sweep_dir": sweep_dir})
     return SweepDefinition.from_dict(values["definition"]), config
+
+
+def command_line(definition: SweepDefinition, config: SweepConfig) -> str:
+    """The t2t-sweep command that trains `definition` with `config` (the folder written as
+    SWEEP_DIR); a definition other than a shipped one is named DEFINITION.json."""
+    shipped = definition.name in SWEEPS and SWEEPS.get(definition.name) == definition
+    flags = {
+        "problem": config.problem,
+        "data_dir": config.data_dir,
+        "sweep_dir": "SWEEP_DIR",
+        "sweep": definition.name if shipped else "DEFINITION.json",
+        "hparams": config.hparams,
+        "train_minutes": f"{config.train_minutes:g}" if config.train_minutes else "",
+        "train_steps": config.train_steps or "",
+        "seeds": ",".join(map(str, config.seeds)),
+        "eval_examples": config.eval_examples if config.eval_examples != 300 else "",
+        "usr_dir": config.usr_dir,
+    }
+    for name, value in config.train_flags.items():
+        flags[name] = value if value != TRAIN_FLAG_DEFAULTS.get(name) else ""
+    return "t2t-sweep " + " ".join(f"--{name}={value}" for name, value in flags.items() if value)

@@ -17,7 +17,7 @@ from typing import Any
 from t2t_lite.hparams.sweeps import SweepDefinition
 from t2t_lite.runtime import atomic_io
 from t2t_lite.sweep import compare, plots, records
-from t2t_lite.sweep.plan import SweepConfig, plan_runs
+from t2t_lite.sweep.plan import SweepConfig, command_line, plan_runs
 
 REPORT_MD, REPORT_JSON = "report.md", "report.json"
 METRIC_LABELS = {"bleu": "BLEU", "parse_f1": "F1", "accuracy": "accuracy %"}
@@ -87,6 +87,7 @@ def build_report(definition: SweepDefinition, config: SweepConfig) -> dict[str, 
         "sweep": definition.name,
         "description": definition.description,
         "config": {k: v for k, v in config.to_dict().items() if k != "sweep_dir"},
+        "command": command_line(definition, config),
         "metric": metric,
         "train_examples": facts["train_examples"],
         "base": definition.base,
@@ -177,6 +178,12 @@ def _heading(report: dict[str, Any]) -> list[str]:
         + f". Dev results of each run's final model: perplexity over the whole dev split, {label} "
         f"of the first {config['eval_examples']} dev examples decoded with the problem's search "
         "settings. Mean ± standard deviation over seeds.",
+        "",
+        "Made by:",
+        "",
+        "```",
+        report["command"],
+        "```",
         "",
     ]
 

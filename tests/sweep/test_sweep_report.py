@@ -50,6 +50,8 @@ def test_report_numbers_and_verdicts(swept):
     path = report.write_report(TABLE3_SMALL, swept)
     with open(os.path.join(swept.sweep_dir, "report.json")) as f:
         built = json.load(f)
+    command = "--sweep=table3_small --train_minutes=5 --seeds=1,2"
+    assert command in built["command"] and f"```\n{built['command']}\n```" in open(path).read()
     rows = {row["name"]: row for row in built["rows"]}
     assert rows["base"]["dev_perplexity"]["mean"] == pytest.approx(10.0)
     assert rows["base"]["dev_perplexity"]["std"] == pytest.approx(0.1414, abs=1e-4)
