@@ -24,6 +24,7 @@ import subprocess
 import sys
 
 BIN = os.path.dirname(sys.executable)
+HPARAMS_SET = "transformer_small"  # every recipe overrides this set
 # What the hand-tuned demo passed before the budget recipe (docs/demo.md's trials).
 HAND_TUNED = (
     "precision=mixed_bfloat16,norm_position=pre,dropout=0.0,batch_size=1024,"
@@ -86,7 +87,7 @@ def _steps(output_dir: str) -> int:
 def batch_tokens(overrides: str) -> int:
     from t2t_lite.hparams import get_hparams
 
-    return get_hparams("transformer_small", overrides).batch_size
+    return get_hparams(HPARAMS_SET, overrides).batch_size
 
 
 def trial(args, name: str, source: str, reference: str) -> dict:
@@ -104,7 +105,7 @@ def trial(args, name: str, source: str, reference: str) -> dict:
         if "learning_rate_schedule" not in hparams:
             hparams = ",".join(filter(None, [hparams, "learning_rate_schedule=linear_budget"]))
     train = run(["t2t-train", f"--problem={args.problem}", f"--data_dir={args.data_dir}",
-                 f"--output_dir={out}", "--hparams_set=transformer_small",
+                 f"--output_dir={out}", f"--hparams_set={HPARAMS_SET}",
                  f"--hparams={hparams}", budget,
                  "--save_every=100", "--eval_every=100000", "--log_every=100"], log)  # fmt: skip
     del train

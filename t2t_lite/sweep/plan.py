@@ -195,6 +195,9 @@ def load_plan(sweep_dir: str) -> tuple[SweepDefinition, SweepConfig]:
     return SweepDefinition.from_dict(values["definition"]), config
 
 
+_EVAL_DEFAULT = SweepConfig.__dataclass_fields__["eval_examples"].default
+
+
 def command_line(definition: SweepDefinition, config: SweepConfig) -> str:
     """The t2t-sweep command that trains `definition` with `config` (the folder written as
     SWEEP_DIR); a definition other than a shipped one is named DEFINITION.json."""
@@ -208,7 +211,7 @@ def command_line(definition: SweepDefinition, config: SweepConfig) -> str:
         "train_minutes": f"{config.train_minutes:g}" if config.train_minutes else "",
         "train_steps": config.train_steps or "",
         "seeds": ",".join(map(str, config.seeds)),
-        "eval_examples": config.eval_examples if config.eval_examples != 300 else "",
+        "eval_examples": config.eval_examples if config.eval_examples != _EVAL_DEFAULT else "",
         "usr_dir": config.usr_dir,
     }
     for name, value in config.train_flags.items():

@@ -28,7 +28,7 @@ from t2t_lite.runtime.checkpoints import BestKeeper, CheckpointKeeper
 from t2t_lite.runtime.checkpoints import CheckpointError as CheckpointError
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
 from t2t_lite.runtime.distribute import create_strategy as create_strategy
-from t2t_lite.runtime.precision import resolve_precision
+from t2t_lite.runtime.precision import AUTO, resolve_precision
 from t2t_lite.runtime.progress import ProgressLog
 from t2t_lite.runtime.run_info import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE, RunInfo
 from t2t_lite.train import final_choice
@@ -192,7 +192,7 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         raise ValueError("--train_minutes works on one machine only; use --train_steps")
     _configure(config)
     problem.check_data_dir(config.data_dir)
-    if hparams.precision == "auto":  # hparams.json records what the run computes in
+    if hparams.precision == AUTO:  # hparams.json records what the run computes in
         hparams = hparams.replace(precision=resolve_precision(hparams.precision))
         logging.info("precision=auto: %s on this hardware", hparams.precision)
     info = RunInfo(
