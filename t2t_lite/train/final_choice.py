@@ -1,10 +1,12 @@
 """The end of a budget run keeps the better model: the last weights, the average of the last
-checkpoints, or the exponential moving average (EMA) of the weights, whichever has the lowest
-dev loss.
+checkpoints, the exponential moving average (EMA) of the weights, or the best model of the
+run's evaluations (output_dir/best/), whichever has the lowest dev loss.
 
 Averaging the last checkpoints of a short run helps when they sit around one minimum, and hurts
 when the model was still moving fast between them; an EMA follows the weights more closely. No
-rule says in advance which wins, so each is measured on dev. The winner is written to
+rule says in advance which wins, so each is measured on dev. The best evaluation's model wins
+when the run overfits its corpus: many passes over a small corpus without dropout (GUM's parsing
+demo) reach their lowest dev loss before the end. The winner is written to
 output_dir/final/ (decode and export read the newest of final/, averaged/ and checkpoints/), with
 final/choice.json recording every candidate's dev loss and why the winner was chosen. The
 training state (the last weights, the optimizer) is left as it was, so a resume is unaffected.
@@ -16,6 +18,7 @@ import json
 import os
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
 from t2t_lite.runtime import atomic_io, checkpoints
@@ -60,6 +63,12 @@ def choose_final(trainer, output_dir: str, step: int, dev_loss) -> dict:
     if len(paths) > 1:
         checkpoints.average_into(model, paths)
         losses["average"], weights["average"] = float(dev_loss()), _snapshot(model)
+    best = tf.train.latest_checkpoint(os.path.join(output_dir, checkpoints.BEST_DIR))
+    if best and checkpoints.checkpoint_step(best) < step:
+        tf.train.Checkpoint(model=model).restore(
+            best
+        ).expect_partial().assert_existing_objects_matched()
+        losses["best"], weights["best"] = float(dev_loss()), _snapshot(model)
     chosen = min(losses, key=lambda name: (losses[name], name != "last"))
     _load(model, weights[chosen])
     final = os.path.join(output_dir, FINAL_DIR)
@@ -72,6 +81,7 @@ def choose_final(trainer, output_dir: str, step: int, dev_loss) -> dict:
         "checkpoint": path,
         "dev_loss": losses,
         "averaged": paths if "average" in losses else [],
+        "best": best if "best" in losses else None,
         "ema_momentum": trainer.hparams.ema_momentum,
         "why": f"lowest dev loss: {chosen} {losses[chosen]:.4f} ({others or 'no other candidate'})",
     }

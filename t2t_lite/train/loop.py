@@ -337,7 +337,7 @@ class _Loop:
             logging.info("%s", self.clock.record(self.config.output_dir, step, expected))
 
     def finish(self, step: int) -> None:
-        """The end of a budget: keeps the better of the last, averaged and EMA weights."""
+        """The end of a budget: keeps the best of the last, averaged, EMA and best weights."""
         recorded = final_choice.recorded_choice(self.config.output_dir)
         if not self.chief or (recorded and recorded["step"] == step):
             return

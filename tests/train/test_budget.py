@@ -16,6 +16,7 @@ from fake_problem import FakeReverse
 from train_helpers import config
 
 from t2t_lite.hparams import get_hparams
+from t2t_lite.runtime import checkpoints
 from t2t_lite.runtime.run_info import FINAL_DIR
 from t2t_lite.train import budget, final_choice
 from t2t_lite.train import loop as training
@@ -172,7 +173,7 @@ class _FakeTrainer:
         self.model.weights[0].assign(np.asarray(values, np.float32).reshape(-1, 1))
 
 
-@pytest.mark.parametrize("case", ["average_wins", "last_wins"])
+@pytest.mark.parametrize("case", ["average_wins", "last_wins", "best_wins"])
 def test_the_end_of_a_budget_keeps_the_model_with_the_lowest_dev_loss(tmp_path, case):
     target = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
     trainer = _FakeTrainer(4)
@@ -180,28 +181,44 @@ def test_the_end_of_a_budget_keeps_the_model_with_the_lowest_dev_loss(tmp_path, 
                       [-0.4, -0.4, 0.4, 0.4]], np.float32)  # fmt: skip
     # average_wins: checkpoints scattered around the target, the last one far off. last_wins:
     # old checkpoints far off (a model still moving fast), the last one on the target.
+    # best_wins: a run that overfits: its best evaluation (step 2) was nearer the target than
+    # everything after it.
     saved = target + noise if case == "average_wins" else target + 3 * np.abs(noise)
-    last = target + 1.5 if case == "average_wins" else target
+    last = target if case == "last_wins" else target + 1.5
+    best = target + 0.1 if case == "best_wins" else target + 2.5
     manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(model=trainer.model), str(tmp_path / "checkpoints"), max_to_keep=10
     )
     for step, values in enumerate([*saved, last], start=1):
         trainer.set(values)
         manager.save(checkpoint_number=step)
+    trainer.set(best)
+    checkpoints.save_model_checkpoint(trainer.model, str(tmp_path / "best"), 2)
+    trainer.set(last)
 
     def dev_loss():
         return float(np.sum((trainer.model.weights[0].numpy()[:, 0] - target) ** 2))
 
     record = final_choice.choose_final(trainer, str(tmp_path), 5, dev_loss)
     average = (saved.sum(axis=0) + last) / 5
-    expected = {"last": np.sum((last - target) ** 2), "average": np.sum((average - target) ** 2)}
+    candidates = {"last": last, "average": average, "best": best}
+    expected = {name: np.sum((v - target) ** 2) for name, v in candidates.items()}
     assert record["dev_loss"] == pytest.approx(expected)
-    assert record["chosen"] == ("average" if case == "average_wins" else "last")
+    assert record["chosen"] == case.removesuffix("_wins")
     np.testing.assert_allclose(trainer.model.weights[0].numpy()[:, 0], last)  # state kept
     reader = tf.train.load_checkpoint(os.path.join(tmp_path, FINAL_DIR, "ckpt-5"))
     name = [n for n in reader.get_variable_to_shape_map() if n.startswith("model/")][0]
-    kept = average if case == "average_wins" else last
-    np.testing.assert_allclose(reader.get_tensor(name)[:, 0], kept, rtol=1e-6)
+    np.testing.assert_allclose(
+        reader.get_tensor(name)[:, 0], candidates[record["chosen"]], rtol=1e-6
+    )
+
+
+def test_the_best_model_of_the_last_step_is_not_a_second_candidate(tmp_path):
+    trainer = _FakeTrainer(2)
+    trainer.set([1.0, 2.0])
+    checkpoints.save_model_checkpoint(trainer.model, str(tmp_path / "best"), 7)
+    record = final_choice.choose_final(trainer, str(tmp_path), 7, lambda: 1.0)
+    assert set(record["dev_loss"]) == {"last"} and record["best"] is None
 
 
 def test_linear_budget_without_minutes_decays_to_zero_at_train_steps(tmp_path):
