@@ -24,6 +24,11 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} logical CPUs, {platform.system()} {platform.release()}"
 
 
+def describe(m) -> str:
+    """A measurement in a line: label, task, precision and its shape when not the usual."""
+    return f"{m.label} {m.task} {m.dtype}" + (f" at {m.shape[0]} x {m.shape[1]}" if m.shape else "")
+
+
 def _find(runs, peer, task, dtype):
     for m in runs:
         if (m.peer, m.task, m.dtype) == (peer, task, dtype):
@@ -149,8 +154,12 @@ def _breakdown_table(runs) -> list[str]:
     return lines
 
 
-def markdown(runs, machine: str, load: list, minutes: float, settings: str) -> str:
-    """The whole report."""
+def markdown(
+    runs, machine: str, load: list, minutes: float, settings: str, sections: list[str] = ()
+) -> str:
+    """The whole report; `sections` (markdown lines) go before the failures. The tables read
+    the measurements at the configuration's shape; those at other shapes are `sections`'."""
+    everything, runs = runs, [m for m in runs if not m.shape]
     loads = ", ".join(f"{a:.1f}" for a, _, _ in load)
     lines = [
         "# Benchmarks: t2t_lite side by side with its peers",
@@ -180,8 +189,9 @@ def markdown(runs, machine: str, load: list, minutes: float, settings: str) -> s
         "## Input pipeline",
         "",
         *_pipeline_table(runs),
+        *sections,
     ]
-    errors = [f"- {m.label} {m.task} {m.dtype}: {e}" for m in runs for e in dict.fromkeys(m.errors)]
+    errors = [f"- {describe(m)}: {e}" for m in everything for e in dict.fromkeys(m.errors)]
     if errors:
         lines += ["", "## Failures", "", *errors]
     return "\n".join(lines) + "\n"

@@ -10,7 +10,9 @@ selected measurement once, in turns, so that load from other jobs on this shared
 all of them alike; the report gives the median over repetitions and ratios to t2t_lite measured
 in the same run. Parts: train (target tokens/s of a training step, float32 and bfloat16, with
 the matmul ceiling and model FLOPs utilisation), decode (beam 4 and greedy target tokens/s at a
-forced output length), pipeline (the input pipeline's tokens/s against what training consumes).
+forced output length), pipeline (the input pipeline's tokens/s against what training consumes),
+breakdown (the parts of t2t_lite's step), curves (tokens/s against sentence length and batch
+size, bench/curves.py; its plot is written beside --output).
 """
 
 from __future__ import annotations
@@ -27,12 +29,16 @@ from dataclasses import dataclass, field
 from absl import app, flags
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
+import curves  # noqa: E402
 import report  # noqa: E402
+import t2t_lite_peer  # noqa: E402
 
 from t2t_lite.runtime import atomic_io  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("parts", ["train", "decode", "pipeline", "breakdown"], "Which parts to run.")
+flags.DEFINE_list(
+    "parts", ["train", "decode", "pipeline", "breakdown", "curves"], "Which parts to run."
+)
 flags.DEFINE_list("only", [], "Only these peers (t2t_lite, matmul, torch, ...).")
 flags.DEFINE_list("dtypes", ["float32", "bfloat16", "int8"], "Only these precisions.")
 flags.DEFINE_integer("reps", 3, "Repetitions: every measurement runs once per repetition.")
@@ -58,6 +64,7 @@ class Measurement:
     dtype: str
     label: str
     venv: str | None = None  # None: t2t_lite's own .venv
+    shape: tuple[int, int] | None = None  # (batch, length); None: bench/peers/protocol.py's
     results: list[dict] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -102,13 +109,19 @@ def measurements() -> list[Measurement]:
     m.append(Measurement("pipeline", "t2t_lite", "pipeline", "float32", "t2t_lite pipeline"))
     for dtype in ("float32", "bfloat16"):
         m.append(Measurement("breakdown", "t2t_lite", "breakdown", dtype, "t2t_lite step parts"))
-    return m
+    return m + curves.measurements(Measurement)
+
+
+def key(m) -> tuple:
+    return (m.peer, m.task, m.dtype, tuple(m.shape) if m.shape else None)
 
 
 def run_one(m: Measurement) -> None:
     """Runs one process and appends its result (or the reason it failed) to `m`."""
     command = [m.python(), m.script, f"--task={m.task}", f"--dtype={m.dtype}"]
     command += [f"--steps={FLAGS.steps}", f"--warmup={FLAGS.warmup}"]
+    if m.shape:
+        command += [f"--batch={m.shape[0]}", f"--length={m.shape[1]}"]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONWARNINGS": "ignore"}
     start = time.perf_counter()
     try:
@@ -123,14 +136,14 @@ def run_one(m: Measurement) -> None:
         lines = done.stderr.strip().splitlines() or ["no output"]
         tail = next((x for x in reversed(lines) if "Error" in x), lines[-1]).strip()
         m.errors.append(f"exit {done.returncode}: {tail[:300]}")
-        print(f"  {m.label} {m.task} {m.dtype}: FAILED {m.errors[-1]}", flush=True)
+        print(f"  {report.describe(m)}: FAILED {m.errors[-1]}", flush=True)
         return
     result = json.loads(lines[-1][len("RESULT ") :])
     m.results.append(result)
     rate = result.get("gflops") or result["tokens_per_s"]
     unit = "GFLOP/s" if "gflops" in result else "tokens/s"
     seconds = time.perf_counter() - start
-    print(f"  {m.label} {m.task} {m.dtype}: {rate:,.0f} {unit} ({seconds:.0f} s)", flush=True)
+    print(f"  {report.describe(m)}: {rate:,.0f} {unit} ({seconds:.0f} s)", flush=True)
 
 
 def selected() -> list[Measurement]:
@@ -150,14 +163,14 @@ def merge(runs: list[Measurement], path: str, load: list) -> None:
     """Adds the results of an earlier run (its --save_json file) to `runs` and `load`."""
     with open(path) as f:
         saved = json.load(f)
-    by_key = {(m.peer, m.task, m.dtype): m for m in runs}
+    by_key = {key(m): m for m in runs}
     for item in saved["runs"]:
-        key = (item["peer"], item["task"], item["dtype"])
-        if key not in by_key:
-            by_key[key] = next(m for m in measurements() if (m.peer, m.task, m.dtype) == key)
-            runs.append(by_key[key])
-        by_key[key].results += item["results"]
-        by_key[key].errors += item["errors"]
+        found = next(m for m in measurements() if key(m) == key(Measurement(**item)))
+        if key(found) not in by_key:
+            by_key[key(found)] = found
+            runs.append(found)
+        by_key[key(found)].results += item["results"]
+        by_key[key(found)].errors += item["errors"]
     load += [tuple(x) for x in saved["load"]]
 
 
@@ -179,8 +192,9 @@ def main(argv: list[str]) -> None:
         atomic_io.write_text(FLAGS.save_json, json.dumps(saved, indent=1))
     for path in FLAGS.from_json:
         merge(runs, path, load)
-    order = {(m.peer, m.task, m.dtype): i for i, m in enumerate(measurements())}
-    runs.sort(key=lambda m: order[(m.peer, m.task, m.dtype)])
+    order = {key(m): i for i, m in enumerate(measurements())}
+    runs.sort(key=lambda m: order[key(m)])
+    plot = os.path.join(os.path.dirname(FLAGS.output), curves.PLOT_FILE) if FLAGS.output else None
     text = report.markdown(
         runs,
         machine=report.machine(),
@@ -190,6 +204,7 @@ def main(argv: list[str]) -> None:
         f"after {FLAGS.warmup} untimed; Python {platform.python_version()}"
         if not FLAGS.from_json
         else f"Merged runs ({', '.join(FLAGS.from_json)}), their settings in bench/NOTES.md",
+        sections=curves.section(runs, plot, t2t_lite_peer.benchmark_hparams()),
     )
     if FLAGS.notes:
         with open(FLAGS.notes) as f:

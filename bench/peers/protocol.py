@@ -45,15 +45,30 @@ def batch(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return source, target
 
 
+def set_shape(batch_size: int, length: int) -> None:
+    """Changes the batch shape of this process: `batch_size` sentences of `length` source and
+    `length` target tokens (the cost curves of bench/curves.py)."""
+    global BATCH, SOURCE_LENGTH, TARGET_LENGTH, TARGET_TOKENS
+    if batch_size < 1 or length < 2:
+        raise ValueError(f"--batch={batch_size} --length={length}: need a batch >= 1, length >= 2")
+    BATCH, SOURCE_LENGTH, TARGET_LENGTH = batch_size, length, length
+    TARGET_TOKENS = BATCH * TARGET_LENGTH
+
+
 def parse_args(tasks: tuple[str, ...], dtypes: tuple[str, ...]) -> argparse.Namespace:
-    """--task, --dtype, --steps (timed), --warmup (untimed, traces and compiles)."""
+    """--task, --dtype, --steps (timed), --warmup (untimed, traces and compiles), and the batch
+    shape, --batch and --length (the configuration above unless given)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--task", choices=tasks, required=True)
     parser.add_argument("--dtype", choices=dtypes, default=dtypes[0])
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
-    return parser.parse_args()
+    parser.add_argument("--batch", type=int, default=BATCH, help="sentences per batch")
+    parser.add_argument("--length", type=int, default=SOURCE_LENGTH, help="tokens per sentence")
+    args = parser.parse_args()
+    set_shape(args.batch, args.length)
+    return args
 
 
 def time_calls(run: Callable[[], object], steps: int, warmup: int, label: str) -> list[float]:
@@ -73,8 +88,10 @@ def time_calls(run: Callable[[], object], steps: int, warmup: int, label: str) -
     return seconds
 
 
-def report(seconds: list[float], tokens: int = TARGET_TOKENS, **extra) -> None:
-    """Prints the result line: target tokens/s over the median call, plus `extra` fields."""
+def report(seconds: list[float], tokens: int | None = None, **extra) -> None:
+    """Prints the result line: target tokens/s over the median call (`tokens` per call,
+    TARGET_TOKENS unless given), plus `extra` fields."""
     median = statistics.median(seconds)
+    tokens = TARGET_TOKENS if tokens is None else tokens
     result = {"tokens_per_s": tokens / median, "median_s": median, "calls": len(seconds), **extra}
     print("RESULT " + json.dumps(result), flush=True)
