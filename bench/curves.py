@@ -29,7 +29,11 @@ SERIES = (
     ("beam", "t2t_lite", "t2t_lite beam 4", None),
     ("beam", "ctranslate2", "CTranslate2 beam 4", "ctranslate2"),
 )
-PLOT_FILE = "cost_curves.png"
+
+
+def plot_path(report_path: str) -> str:
+    """The plot of a report, beside it and named after it (RESULTS.md: RESULTS_curves.png)."""
+    return os.path.splitext(report_path)[0] + "_curves.png"
 
 
 def shapes() -> list[tuple[int, int]]:
@@ -107,7 +111,7 @@ def plot(runs, path: str) -> None:
 
 def _table(runs, points, first: str) -> list[str]:
     header = f"| {first} | " + " | ".join(label for _, _, label, _ in SERIES)
-    lines = [header + " | training ratio | beam ratio |", "|---" * (len(SERIES) + 3) + "|"]
+    lines = [header + " | training ratio | beam ratio |", "|---|" + "---:|" * (len(SERIES) + 2)]
     columns = [_rates(runs, task, peer, points) for task, peer, _, _ in SERIES]
     for i, (batch, length) in enumerate(points):
         cells = [f"{c[i]:,.0f}" if c[i] else "-" for c in columns]
@@ -149,4 +153,10 @@ def section(runs, plot_path: str | None, hparams=None) -> list[str]:
     if hparams is not None:
         at = flops_crossover(hparams, P.VOCAB)
         lines.append(f"- model FLOPs (attention scores and sums against the rest): L = {at:,.0f}")
+    lines += [
+        "",
+        f"Beam search's points along the length also have fewer sentences per step ({TOKENS} / "
+        "L, times the beam), so its b holds the fixed cost of a step spread over fewer rows as "
+        "well as the attention over a longer cache; the batch curve shows the first alone.",
+    ]
     return lines

@@ -9,13 +9,20 @@ import statistics
 
 import protocol as P
 
+# CPU flags that decide the speed of float32 and bfloat16 matmuls, reported when present.
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+
 
 def machine() -> str:
-    """CPU model, logical CPUs and memory, from /proc (Linux) or platform."""
+    """CPU model, its SPEED_FLAGS, logical CPUs and memory, from /proc (Linux) or platform."""
     model = platform.processor() or "unknown CPU"
     try:
         with open("/proc/cpuinfo") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+            info = f.read().splitlines()
+        model = next(line.split(":", 1)[1].strip() for line in info if "model name" in line)
+        flags = next(line.split(":", 1)[1].split() for line in info if line.startswith("flags"))
+        found = [flag for flag in SPEED_FLAGS if flag in flags]
+        model += f" ({', '.join(found) or 'none of ' + ', '.join(SPEED_FLAGS)})"
         with open("/proc/meminfo") as f:
             memory = int(f.readline().split()[1]) / 2**20
         model += f", {memory:.0f} GiB"

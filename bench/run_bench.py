@@ -159,8 +159,9 @@ def selected() -> list[Measurement]:
     return chosen
 
 
-def merge(runs: list[Measurement], path: str, load: list) -> None:
-    """Adds the results of an earlier run (its --save_json file) to `runs` and `load`."""
+def merge(runs: list[Measurement], path: str, load: list, machines: list) -> None:
+    """Adds the results of an earlier run (its --save_json file) to `runs`, `load` and
+    `machines`."""
     with open(path) as f:
         saved = json.load(f)
     by_key = {key(m): m for m in runs}
@@ -172,12 +173,13 @@ def merge(runs: list[Measurement], path: str, load: list) -> None:
         by_key[key(found)].results += item["results"]
         by_key[key(found)].errors += item["errors"]
     load += [tuple(x) for x in saved["load"]]
+    machines.append(saved.get("machine", f"not recorded in {path}"))
 
 
 def main(argv: list[str]) -> None:
     del argv
     runs = selected() if FLAGS.reps else []
-    load = [os.getloadavg()]
+    load = [os.getloadavg()] if FLAGS.reps else []
     started = time.time()
     for rep in range(FLAGS.reps):
         print(f"repetition {rep + 1}/{FLAGS.reps} ({time.time() - started:.0f} s)", flush=True)
@@ -188,16 +190,17 @@ def main(argv: list[str]) -> None:
                 run_one(m)
         load.append(os.getloadavg())
     if FLAGS.save_json:
-        saved = {"runs": [m.__dict__ for m in runs], "load": load}
+        saved = {"runs": [m.__dict__ for m in runs], "load": load, "machine": report.machine()}
         atomic_io.write_text(FLAGS.save_json, json.dumps(saved, indent=1))
+    machines = [report.machine()] if FLAGS.reps else []
     for path in FLAGS.from_json:
-        merge(runs, path, load)
+        merge(runs, path, load, machines)
     order = {key(m): i for i, m in enumerate(measurements())}
     runs.sort(key=lambda m: order[key(m)])
-    plot = os.path.join(os.path.dirname(FLAGS.output), curves.PLOT_FILE) if FLAGS.output else None
+    plot = curves.plot_path(FLAGS.output) if FLAGS.output else None
     text = report.markdown(
         runs,
-        machine=report.machine(),
+        machine="; ".join(dict.fromkeys(machines)),
         load=load,
         minutes=(time.time() - started) / 60,
         settings=f"{FLAGS.reps} repetitions, {FLAGS.steps} timed calls per process "

@@ -75,10 +75,10 @@ def test_the_section_tables_ratios_and_plot(tmp_path):
         seconds_per_token = (4e-4 + 2e-6 * length) / faster
         m.results.append({"tokens_per_s": 1 / seconds_per_token})
         runs.append(m)
-    plot = str(tmp_path / curves.PLOT_FILE)
+    plot = curves.plot_path(str(tmp_path / "RESULTS.md"))
     text = "\n".join(curves.section(runs, plot))
     assert os.path.getsize(plot) > 10_000
-    assert "![cost curves](cost_curves.png)" in text
+    assert "![cost curves](RESULTS_curves.png)" in text
     row = next(line for line in text.splitlines() if line.startswith("| 4 x 512 |"))
     rate = 2 / (4e-4 + 2e-6 * 512)
     assert row.split(" | ")[1] == f"{rate:,.0f}" and row.count("2.00x") == 2
