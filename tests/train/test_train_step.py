@@ -145,3 +145,20 @@ def test_bfloat16_step_trains():
     iterator = iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(batch)))
     result = trainer.train_step(iterator)
     assert bool(result["applied"]) and np.isfinite(float(result["loss"]))
+
+
+def test_batch_stats_counts_correct_tokens_only_when_asked():
+    from t2t_lite.train.step import batch_stats
+
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(2, 5, 7)).astype(np.float32)
+    targets = np.array([[3, 1, 4, 1, 0], [5, 2, 6, 0, 0]], np.int32)  # 0: padding
+    logits[0, 0, 3] = logits[1, 1, 2] = 9.0  # two tokens certainly right
+    batch = {"inputs": tf.constant(targets), "targets": tf.constant(targets)}
+    with_accuracy = batch_stats(tf.constant(logits), batch, 0.1)
+    without = batch_stats(tf.constant(logits), batch, 0.1, accuracy=False)
+    right = (logits.argmax(-1) == targets) & (targets != 0)
+    assert float(with_accuracy.correct_tokens) == right.sum() >= 2
+    assert float(without.correct_tokens) == 0.0
+    for field in ("smoothed_sum", "nll_sum", "target_tokens", "source_tokens"):
+        assert float(getattr(without, field)) == float(getattr(with_accuracy, field))
