@@ -42,6 +42,9 @@ RECIPES = {
     "tuned_dropout": HAND_TUNED + ",dropout=0.1",
     "tuned_2048": HAND_TUNED + ",batch_size=2048",
     "tuned_lr": HAND_TUNED + ",warmup_steps=1000,learning_rate=1.0",
+    # The stock recipe with twice the peak rate: a linear decay to zero spends half the area
+    # under the rate that the paper's schedule, cut off early, still has.
+    "budget_lr2": "learning_rate=2.0",
 }
 
 
