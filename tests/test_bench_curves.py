@@ -99,3 +99,32 @@ def test_the_batch_shape_comes_from_the_flags(monkeypatch):
     finally:
         protocol.set_shape(saved[0], saved[1])
     assert protocol.TARGET_TOKENS == saved[0] * saved[2]
+
+
+def test_saved_runs_merge_by_shape_and_the_tables_keep_the_usual_shape(tmp_path):
+    import json
+
+    import report
+    import run_bench
+
+    saved = {
+        "runs": [
+            {"part": "decode", "peer": "t2t_lite", "task": "beam", "dtype": "float32",
+             "label": "t2t_lite", "results": [{"tokens_per_s": 4000.0}], "errors": []},
+            {"part": "curves", "peer": "t2t_lite", "task": "beam", "dtype": "float32",
+             "label": "t2t_lite beam 4", "shape": [4, 512], "results": [{"tokens_per_s": 500.0}],
+             "errors": []},
+        ],
+        "load": [[1.0, 1.0, 1.0]],
+        "machine": "a named CPU",
+    }  # fmt: skip
+    path = tmp_path / "saved.json"
+    path.write_text(json.dumps(saved))
+    runs, load, machines = [], [], []
+    run_bench.merge(runs, str(path), load, machines)
+    run_bench.merge(runs, str(path), load, machines)  # the same run twice: results add up
+    assert [(m.part, m.shape) for m in runs] == [("decode", None), ("curves", (4, 512))]
+    assert [m.median() for m in runs] == [4000.0, 500.0] and len(runs[1].results) == 2
+    assert machines == ["a named CPU"] * 2 and len(load) == 2
+    text = report.markdown(runs, "a named CPU", load, 0, "settings")
+    assert "| t2t_lite float32 | 4,000 (2) |" in text and "500" not in text
