@@ -189,10 +189,11 @@ def main(argv: list[str]) -> None:
             if not (m.venv and not os.path.exists(m.python())):
                 run_one(m)
         load.append(os.getloadavg())
+    here = report.machine()
+    machines = [here] if FLAGS.reps else []
     if FLAGS.save_json:
-        saved = {"runs": [m.__dict__ for m in runs], "load": load, "machine": report.machine()}
+        saved = {"runs": [m.__dict__ for m in runs], "load": load, "machine": here}
         atomic_io.write_text(FLAGS.save_json, json.dumps(saved, indent=1))
-    machines = [report.machine()] if FLAGS.reps else []
     for path in FLAGS.from_json:
         merge(runs, path, load, machines)
     order = {key(m): i for i, m in enumerate(measurements())}
