@@ -324,6 +324,14 @@ def select_for_averaging(directory: str, num: int, min_minutes: float = 0.0) -> 
     return chosen[::-1]
 
 
+def restore_model_weights(model, path: str) -> None:
+    """Restores the "model" part of checkpoint `path` into `model` (a training checkpoint's
+    optimizer state is left unread); an error if any of the model's weights is missing."""
+    tf.train.Checkpoint(model=model).restore(
+        path
+    ).expect_partial().assert_existing_objects_matched()
+
+
 def average_into(model, paths: list[str]) -> None:
     """Restores each checkpoint's "model" into `model` in turn and leaves `model` holding the
     average of their weights (summed in float64)."""
@@ -331,9 +339,7 @@ def average_into(model, paths: list[str]) -> None:
         raise ValueError("averaging needs at least one checkpoint")
     sums = None
     for i, path in enumerate(paths):
-        tf.train.Checkpoint(model=model).restore(
-            path
-        ).expect_partial().assert_existing_objects_matched()
+        restore_model_weights(model, path)
         values = [w.numpy().astype(np.float64) for w in model.weights]
         sums = values if sums is None else [s + v for s, v in zip(sums, values, strict=True)]
         logging.info("averaging %d/%d: %s", i + 1, len(paths), path)

@@ -65,9 +65,7 @@ def choose_final(trainer, output_dir: str, step: int, dev_loss) -> dict:
         losses["average"], weights["average"] = float(dev_loss()), _snapshot(model)
     best = tf.train.latest_checkpoint(os.path.join(output_dir, checkpoints.BEST_DIR))
     if best and checkpoints.checkpoint_step(best) < step:
-        tf.train.Checkpoint(model=model).restore(
-            best
-        ).expect_partial().assert_existing_objects_matched()
+        checkpoints.restore_model_weights(model, best)
         losses["best"], weights["best"] = float(dev_loss()), _snapshot(model)
     chosen = min(losses, key=lambda name: (losses[name], name != "last"))
     _load(model, weights[chosen])
