@@ -38,6 +38,7 @@ def compare_row(row: dict[str, Any], base: dict[str, Any]) -> dict[str, Any] | N
         "here": None,
         "change_percent": None,
         "spread": None,
+        "spread_percent": None,
         "reproduced": None,
     }
     mine, theirs = row["dev_perplexity"], base["dev_perplexity"]
@@ -49,6 +50,7 @@ def compare_row(row: dict[str, Any], base: dict[str, Any]) -> dict[str, Any] | N
             here=here,
             change_percent=100 * change / theirs["mean"],
             spread=spread,
+            spread_percent=100 * spread / theirs["mean"],
             reproduced=here == comparison["paper"],
         )
     return comparison

@@ -9,7 +9,7 @@ import pytest
 
 from t2t_lite.extras import MissingExtraError
 from t2t_lite.hparams.sweeps import TABLE3_SMALL
-from t2t_lite.sweep import compare, records, report
+from t2t_lite.sweep import compare, plots, records, report
 from t2t_lite.sweep.plan import SweepConfig, plan_runs
 
 # Dev perplexities by (row, seed); the base is 10.0 +- 0.1.
@@ -91,6 +91,22 @@ def test_report_numbers_and_verdicts(swept):
     assert "| C_n1 | N 1 | n/a | 0 | n/a | n/a | n/a | 6.11 | 23.7 | 36 | higher / n/a |" in text
     for name in ("A", "B", "C", "D", "E"):
         assert open(os.path.join(swept.sweep_dir, f"{name}.png"), "rb").read(4) == b"\x89PNG"
+
+
+def test_the_panel_against_the_paper(swept):
+    report.write_report(TABLE3_SMALL, swept)
+    with open(os.path.join(swept.sweep_dir, "report.json")) as f:
+        built = json.load(f)
+    rows = {row["name"]: row for row in built["rows"]}
+    group = next(group for group in built["groups"] if group["group"] == "(A)")
+    assert group["rows"] == ["base", "A_h1", "A_h4", "A_h16", "A_h32"]
+    points = plots.against_paper([rows[name] for name in group["rows"]])
+    # A_h1: 11.0 against 10.0 (+10 %), spread hypot(0.1414, 0.1414) = 0.2 (2 % of the base).
+    assert points["here_rows"] == [1]
+    assert points["here"] == pytest.approx([10.0]) and points["here_error"] == pytest.approx([2.0])
+    assert points["paper_rows"] == [1, 2, 3, 4]
+    paper = [100 * (ppl - 4.92) / 4.92 for ppl in (5.29, 5.00, 4.91, 5.01)]
+    assert points["paper"] == pytest.approx(paper)
 
 
 def test_the_report_rebuilds_the_same(swept):
