@@ -199,12 +199,13 @@ _EVAL_DEFAULT = SweepConfig.__dataclass_fields__["eval_examples"].default
 
 
 def command_line(definition: SweepDefinition, config: SweepConfig) -> str:
-    """The t2t-sweep command that trains `definition` with `config` (the folder written as
-    SWEEP_DIR); a definition other than a shipped one is named DEFINITION.json."""
+    """The t2t-sweep command that trains `definition` with `config`, its folders written as
+    DATA_DIR and SWEEP_DIR (a report names no machine's paths); a definition other than a
+    shipped one is named DEFINITION.json."""
     shipped = definition.name in SWEEPS and SWEEPS.get(definition.name) == definition
     flags = {
         "problem": config.problem,
-        "data_dir": config.data_dir,
+        "data_dir": "DATA_DIR",
         "sweep_dir": "SWEEP_DIR",
         "sweep": definition.name if shipped else "DEFINITION.json",
         "hparams": config.hparams,

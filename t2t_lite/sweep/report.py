@@ -86,7 +86,8 @@ def build_report(definition: SweepDefinition, config: SweepConfig) -> dict[str, 
     return {
         "sweep": definition.name,
         "description": definition.description,
-        "config": {k: v for k, v in config.to_dict().items() if k != "sweep_dir"},
+        # The folders are the machine's: the report names neither (see command_line).
+        "config": {k: v for k, v in config.to_dict().items() if k not in ("sweep_dir", "data_dir")},
         "command": command_line(definition, config),
         "metric": metric,
         "train_examples": facts["train_examples"],
@@ -179,7 +180,8 @@ def _heading(report: dict[str, Any]) -> list[str]:
         f"of the first {config['eval_examples']} dev examples decoded with the problem's search "
         "settings. Mean ± standard deviation over seeds.",
         "",
-        "Made by:",
+        f"Made by (DATA_DIR: what `t2t-datagen --problem={report['config']['problem']}` wrote; "
+        "SWEEP_DIR: the sweep's folder):",
         "",
         "```",
         report["command"],

@@ -92,13 +92,13 @@ def test_command_line_names_what_differs_from_the_defaults(tmp_path):
     table3 = config(tmp_path, data_dir="/data", seeds=(1, 2), train_steps=1000,
                     hparams="precision=mixed_bfloat16")  # fmt: skip
     assert command_line(TABLE3_SMALL, table3) == (
-        "t2t-sweep --problem=algorithmic_reverse --data_dir=/data --sweep_dir=SWEEP_DIR "
+        "t2t-sweep --problem=algorithmic_reverse --data_dir=DATA_DIR --sweep_dir=SWEEP_DIR "
         "--sweep=table3_small --hparams=precision=mixed_bfloat16 --train_steps=1000 --seeds=1,2"
     )
     own = definition_from_flags("", ["transformer_tiny"], [], "unused")
     other = config(tmp_path, train_steps=0, train_minutes=2.5, eval_examples=50,
                    train_flags={"save_every": 250, "log_every": 7})  # fmt: skip
     assert command_line(own, other) == (
-        "t2t-sweep --problem=algorithmic_reverse --data_dir=d --sweep_dir=SWEEP_DIR "
+        "t2t-sweep --problem=algorithmic_reverse --data_dir=DATA_DIR --sweep_dir=SWEEP_DIR "
         "--sweep=DEFINITION.json --train_minutes=2.5 --seeds=1 --eval_examples=50 --log_every=7"
     )

@@ -52,6 +52,14 @@ def test_report_numbers_and_verdicts(swept):
         built = json.load(f)
     command = "--sweep=table3_small --train_minutes=5 --seeds=1,2"
     assert command in built["command"] and f"```\n{built['command']}\n```" in open(path).read()
+    # The report names no machine's folders: the command has placeholders, explained above it.
+    assert "--data_dir=DATA_DIR --sweep_dir=SWEEP_DIR" in built["command"]
+    assert (
+        "Made by (DATA_DIR: what `t2t-datagen --problem=translate_ende_lohelp` wrote"
+        in open(path).read()
+    )
+    for name in ("report.md", "report.json"):
+        assert str(swept.data_dir) not in open(os.path.join(swept.sweep_dir, name)).read()
     rows = {row["name"]: row for row in built["rows"]}
     assert rows["base"]["dev_perplexity"]["mean"] == pytest.approx(10.0)
     assert rows["base"]["dev_perplexity"]["std"] == pytest.approx(0.1414, abs=1e-4)
