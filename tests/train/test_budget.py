@@ -127,7 +127,11 @@ def test_a_budget_run_peaks_early_and_decays_to_zero_when_the_minutes_are_spent(
     assert last > 40, f"only {last} steps in 15 s"
     # The peak, or close to it: a run this short spends its warmup on the start-up steps.
     assert 0.85 * peak <= max(rates.values()) <= peak * (1 + 1e-6)
-    assert np.argmax([rates[s] for s in sorted(rates)]) < 0.25 * last  # an early peak
+    # An early peak (the paper's schedule would still be warming up at the last step). The
+    # warmup is a tenth of the step count expected when it was set; a machine that slows down
+    # later in these 15 s makes fewer steps than expected, so the bound leaves room for that
+    # (once 23 of 88 steps on a loaded machine).
+    assert np.argmax([rates[s] for s in sorted(rates)]) < 0.4 * last
     assert rates[last] < 0.05 * peak  # near zero at the end of the budget
     recorded = json.load(open(os.path.join(out, budget.BUDGET_FILE)))
     assert recorded["budget_minutes"] == 0.25 and recorded["expected_steps"] >= recorded["step"]
