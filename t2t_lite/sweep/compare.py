@@ -104,5 +104,6 @@ def group_sentence(group: str, rows: list[dict[str, Any]]) -> str:
     noun = "row follows" if len(compared) == 1 else "rows follow"
     return (
         f"{group}: {reproduced} of {len(compared)} {noun} the paper's direction of dev "
-        "perplexity against the base (higher, lower, or the same within 1%)."
+        "perplexity against the base (higher, lower, or the same: within 1% of the base, or here "
+        "within the seeds' spread)."
     )
