@@ -13,7 +13,7 @@ import sys
 from absl import app, flags, logging
 
 from t2t_lite.bin import cli
-from t2t_lite.train import budget
+from t2t_lite.train import budget, late_dropout
 from t2t_lite.train import loop as training
 from t2t_lite.train.loop import METRIC_DIRECTIONS, STRATEGIES
 
@@ -59,6 +59,7 @@ def main() -> None:
     try:
         hparams = get_hparams(FLAGS.hparams_set, FLAGS.hparams)
         hparams = budget.budget_hparams(hparams, FLAGS.train_minutes, FLAGS.hparams)
+        hparams = late_dropout.dropout_hparams(hparams, FLAGS.hparams)
     except (KeyError, ValueError) as e:
         raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
     values = {name: FLAGS[name].value for name in training.TrainConfig.__dataclass_fields__}

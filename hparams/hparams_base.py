@@ -42,6 +42,9 @@ class HParams:
     attention_dropout: float = 0.0  # on the attention weights (tensor2tensor's; not the paper's)
     relu_dropout: float = 0.0  # on the feed-forward hidden activations (tensor2tensor's too)
     label_smoothing: float = 0.1  # epsilon_ls
+    # > 0: `dropout` is off until the run expects at least this many passes over the training
+    # targets, decided once after its first steps (t2t_lite.train.late_dropout); 0: from step 1.
+    dropout_passes: float = 0.0
     # Optimization (section 5.3): the rate is learning_rate * d_model^-0.5 * min(...).
     # "constant": learning_rate throughout. "linear_budget" (t2t_lite.train.budget, what
     # `--train_minutes` chooses unless a schedule is given): the peak rsqrt_warmup reaches at
@@ -99,6 +102,8 @@ class HParams:
         ):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"hparam {name} must be in [0, 1), got {getattr(self, name)}")
+        if self.dropout_passes < 0:
+            raise ValueError(f"hparam dropout_passes must be >= 0, got {self.dropout_passes}")
         if not (self.d_k or self.d_v) and self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "

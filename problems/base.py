@@ -220,6 +220,17 @@ class Problem:
         if made_for and made_for != self.name:
             raise ValueError(f"{wanted_by} is {self.name}, but {path} holds data for {made_for}")
 
+    def train_tokens(self, data_dir: str) -> int:
+        """Target tokens of the train split (metadata.json), to count passes over it."""
+        split = read_metadata(data_dir).get("splits", {}).get("train", {})
+        tokens = split.get("target_lengths", {}).get("tokens")
+        if tokens is None:
+            raise ValueError(
+                f"{os.path.join(data_dir, METADATA)} has no splits.train.target_lengths.tokens; "
+                "rerun t2t-datagen into a new --data_dir"
+            )
+        return int(tokens)
+
     def tokenizer(self, data_dir: str) -> Tokenizer:
         """The in-graph tokenizer of the vocabulary datagen wrote into `data_dir`."""
         return load_tokenizer(data_dir)

@@ -52,6 +52,10 @@ RECIPES = {
     # it) in single 5-minute runs, and twice the peak collapsed.
     "budget_lr07": "learning_rate=0.7",
     "budget_lr05": "learning_rate=0.5",
+    # The stock recipe with the paper's P_drop from step 1, and without dropout: where, in passes
+    # over the corpus, dropout starts to pay (transformer_small's dropout_passes).
+    "budget_dropout": "dropout=0.1",
+    "budget_no_dropout": "dropout=0.0",
 }
 
 

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GUM_DIR=${GUM_DIR:-../shared/data/gum}
 DEMO_DIR=${DEMO_DIR:-/tmp/t2t_demo_parse}
-TRAIN_MINUTES=${TRAIN_MINUTES:-20}
+TRAIN_MINUTES=${TRAIN_MINUTES:-27}  # with datagen and decoding, within 30 minutes
 BEAM_SIZE=${BEAM_SIZE:-21}  # the paper's (the problem's default, alpha 0.3)
 HPARAMS=${HPARAMS:-}
 BIN=.venv/bin

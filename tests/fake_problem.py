@@ -30,6 +30,10 @@ class FakeReverse:
     def output_size(self, data_dir: str) -> int:
         return 0  # the whole vocabulary
 
+    def train_tokens(self, data_dir: str) -> int:
+        del data_dir
+        return int(np.count_nonzero(self.arrays("train")[1]))
+
     def tokenizer(self, data_dir: str) -> _Tokenizer:
         del data_dir
         return _Tokenizer(self.vocab_size)

@@ -75,6 +75,18 @@ class Transformer(keras.Model):
         self.encoder = Encoder(hp.num_encoder_layers, **blocks, name="encoder", dtype=policy)
         self.decoder = Decoder(hp.num_decoder_layers, **blocks, name="decoder", dtype=policy)
 
+    def set_dropout(self, rate: float) -> None:
+        """Sets P_drop (the embedding and residual dropout) to 0 or hparams.dropout, as late
+        dropout does (t2t_lite.train.late_dropout); functions traced before keep the old rate."""
+        if rate not in (0.0, self.hparams.dropout):
+            raise ValueError(
+                f"P_drop {rate} is neither 0 nor hparams.dropout={self.hparams.dropout}"
+            )
+        self.embedding_dropout.rate = rate
+        for stack in (self.encoder, self.decoder):
+            for block in stack.blocks:
+                block.dropout_rate = block.dropout.rate = rate
+
     def build(self, input_shape=None):
         shape = (None, None, self.hparams.d_model)
         for layer in (self.embedding, self.positions, self.encoder, self.decoder):

@@ -114,6 +114,12 @@ class BudgetClock:
             return None
         return min(self.max_steps, step + int(rate * self.remaining()))
 
+    def settled(self) -> bool:
+        """Whether the rate is measured over a full RATE_WINDOW_SECONDS window."""
+        return len(self.samples) > 1 and (
+            self.samples[-1][0] - self.samples[0][0] >= RATE_WINDOW_SECONDS
+        )
+
     def steps_per_second(self) -> float:
         if len(self.samples) < 2:
             return 0.0

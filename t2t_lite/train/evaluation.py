@@ -43,11 +43,13 @@ def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[s
     # Capped at float32's largest value: a diverged run's summaries and logs stay finite.
     metrics["dev_perplexity"] = min(math.exp(min(metrics["dev_loss"], 700.0)), FLOAT32_MAX)
     if bleu and config.bleu_examples:
-        metrics["dev_bleu"] = dev_bleu(trainer.model, problem, config, _local(trainer.strategy))
+        metrics["dev_bleu"] = dev_bleu(
+            trainer.model, problem, config, local_strategy(trainer.strategy)
+        )
     return {k: float(v) for k, v in metrics.items()}
 
 
-def _local(strategy):
+def local_strategy(strategy):
     """The strategy dev BLEU's decoding splits its batches over: the training strategy when its
     replicas are all in this process (t2t-decode's path), else none."""
     if len(strategy.extended.worker_devices) != strategy.num_replicas_in_sync:

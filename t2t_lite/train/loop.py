@@ -10,6 +10,7 @@ function of the seed, and a resumed run skips the batches the restored steps con
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import signal
@@ -33,8 +34,15 @@ from t2t_lite.runtime.progress import ProgressLog
 from t2t_lite.runtime.run_info import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE, RunInfo
 from t2t_lite.train import final_choice
 from t2t_lite.train.budget import BudgetClock
-from t2t_lite.train.evaluation import FLOAT32_MAX, METRIC_DIRECTIONS, evaluate
+from t2t_lite.train.evaluation import (
+    FLOAT32_MAX,
+    METRIC_DIRECTIONS,
+    dev_bleu,
+    evaluate,
+    local_strategy,
+)
 from t2t_lite.train.init_from import initialize_from
+from t2t_lite.train.late_dropout import LateDropout
 from t2t_lite.train.step import Trainer
 
 # tf.summary.scalar needs the tensorboard package; the raw op with the scalars plugin's
@@ -218,6 +226,8 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         record_file=os.path.join(config.output_dir, LAST_CHECKPOINT_FILE),
     )
     restored = keeper.restore_latest()
+    if restored:
+        trainer.restored()
     if earlier_run and not restored:
         logging.warning(
             "STARTING OVER AT STEP 0: %s/%s is from an earlier run, which saved no checkpoint",
@@ -235,6 +245,11 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
     skip = start * hparams.accum_steps * per_pipeline
     iterator = _distributed_stream(problem, config, hparams, strategy, skip)
     loop = _Loop(problem, config, trainer, keeper, strategy, chief)
+    if trainer.late_dropout is not None:
+        train_tokens = problem.train_tokens(config.data_dir)
+        loop.late = LateDropout(trainer, train_tokens, config.output_dir, chief)
+    if config.train_minutes and trainer.budget is None:  # the step rate, for late dropout
+        loop.rate_clock = BudgetClock(config.train_minutes, 0.0, config.train_steps)
     if trainer.budget is not None and not hparams.budget_minutes:
         trainer.schedule.set_horizon(config.train_steps)  # a budget of steps, not minutes
     elif trainer.budget is not None:
@@ -276,6 +291,8 @@ class _Loop:
         )
         self.last_metrics: dict = {}
         self.clock: BudgetClock | None = None  # linear_budget runs (t2t_lite.train.budget)
+        self.rate_clock: BudgetClock | None = None  # other --train_minutes runs: the rate only
+        self.late: LateDropout | None = None  # dropout_passes > 0 (t2t_lite.train.late_dropout)
 
     def run(self, iterator, start: int) -> dict:
         config = self.config
@@ -288,8 +305,7 @@ class _Loop:
                 step += 1
                 self._check_step(step, result)
                 progress.update(step, result)
-                if self.clock is not None:
-                    self._follow_budget(step)
+                self._after_step(step, result)
                 if step % config.log_every == 0:
                     self._summaries(self.train_writer, step, progress.scalars(result))
                 if stop.received:
@@ -327,19 +343,30 @@ class _Loop:
             self.trainer.budget.seconds.assign(self.clock.spent())
         return self.keeper.save(step)
 
-    def _follow_budget(self, step: int) -> None:
-        """Moves the schedule's horizon to the step count the time left allows."""
-        expected = self.clock.observe(step)
-        if expected is None:
-            return
-        self.trainer.schedule.set_horizon(expected)
-        if step % self.config.log_every == 0 and self.chief:
-            logging.info("%s", self.clock.record(self.config.output_dir, step, expected))
+    def _after_step(self, step: int, result: dict) -> None:
+        """A budget run moves its schedule's horizon to the step count the time left allows;
+        late dropout counts the steps the run expects."""
+        clock = self.clock or self.rate_clock
+        expected = clock.observe(step) if clock is not None else self.config.train_steps
+        if self.clock is not None and expected is not None:
+            self.trainer.schedule.set_horizon(expected)
+            if step % self.config.log_every == 0 and self.chief:
+                logging.info("%s", self.clock.record(self.config.output_dir, step, expected))
+        if self.late is not None:
+            settled = clock is None or clock.settled()
+            self.late.observe(step, result["target_tokens"], expected if settled else None)
 
     def finish(self, step: int) -> None:
         """The end of a budget: keeps the best of the last, averaged, EMA and best weights."""
         recorded = final_choice.recorded_choice(self.config.output_dir)
         if not self.chief or (recorded and recorded["step"] == step):
+            return
+        if getattr(self.problem, "metric", None) == "bleu":  # judged by what it is scored by
+            examples = self.config.bleu_examples or final_choice.BLEU_EXAMPLES
+            config = dataclasses.replace(self.config, bleu_examples=examples)
+            local = local_strategy(self.strategy)
+            score = functools.partial(dev_bleu, self.trainer.model, self.problem, config, local)
+            final_choice.choose_final(self.trainer, config.output_dir, step, score, "dev_bleu")
             return
         final_choice.choose_final(self.trainer, self.config.output_dir, step, self._dev_loss)
 

@@ -26,6 +26,7 @@ from t2t_lite.hparams import HParams
 from t2t_lite.model.losses import label_smoothed_cross_entropy
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.train.budget import BudgetState
+from t2t_lite.train.late_dropout import LateDropoutState
 from t2t_lite.train.schedules import LinearBudgetSchedule, create_optimizer, create_schedule
 from t2t_lite.vocabulary import PAD_ID
 
@@ -118,12 +119,26 @@ class Trainer:
             budgeted = isinstance(self.schedule, LinearBudgetSchedule)
             self.budget = BudgetState(self.schedule) if budgeted else None
             self._accumulators = self._make_accumulators() if hparams.accum_steps > 1 else None
+            # dropout_passes > 0: dropout waits for the decision (t2t_lite.train.late_dropout).
+            late = hparams.dropout_passes > 0
+            self.late_dropout = LateDropoutState() if late else None
         # The step has all-reduced the gradients; Keras' hook would sum them again. (Private
         # API: the two-replica test fails, with updates twice too large, if Keras renames it.)
         self.inner_optimizer._all_reduce_sum_gradients = list
-        self._grads = tf.function(self._loss_and_grads, jit_compile=hparams.jit_compile)
-        self.train_step = tf.function(self._train_step)
         self.eval_step = tf.function(self._eval_step, reduce_retracing=True)
+        self.set_dropout(0.0 if self.late_dropout is not None else hparams.dropout)
+
+    def set_dropout(self, rate: float) -> None:
+        """Sets the model's P_drop (0 or hparams.dropout) and traces the training step anew."""
+        self.model.set_dropout(rate)
+        self._grads = tf.function(self._loss_and_grads, jit_compile=self.hparams.jit_compile)
+        self.train_step = tf.function(self._train_step)
+
+    def restored(self) -> None:
+        """After a checkpoint is restored: dropout on if the restored run had decided so."""
+        state = self.late_dropout
+        if state is not None and float(state.passes.numpy()) >= self.hparams.dropout_passes:
+            self.set_dropout(self.hparams.dropout)
 
     def _make_accumulators(self) -> dict:
         # Each replica adds into its own copy; ON_READ variables are never synchronized by
@@ -145,6 +160,8 @@ class Trainer:
         parts = {"model": self.model, "optimizer": self.optimizer, "step": self.step}
         if self.budget is not None:
             parts["budget"] = self.budget
+        if self.late_dropout is not None:
+            parts["late_dropout"] = self.late_dropout
         return tf.train.Checkpoint(**parts)
 
     # --- per replica --------------------------------------------------------------------------

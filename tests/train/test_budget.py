@@ -1,12 +1,15 @@
 """The time budget of --train_minutes: the linear_budget schedule against its formula, the step
 estimate with a fake clock, what --train_minutes makes of the hparams, a real budget run that
-peaks and decays to the end of its minutes, its resume, and the end-of-run choice."""
+peaks and decays to the end of its minutes, its resume, and the end-of-run choice (by dev loss,
+or by dev BLEU for a problem scored by BLEU)."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
+import types
 
 import keras
 import numpy as np
@@ -16,6 +19,7 @@ from fake_problem import FakeReverse
 from train_helpers import config
 
 from t2t_lite.hparams import get_hparams
+from t2t_lite.model.transformer import Transformer
 from t2t_lite.runtime import checkpoints
 from t2t_lite.runtime.run_info import FINAL_DIR
 from t2t_lite.train import budget, final_choice
@@ -182,8 +186,9 @@ class _FakeTrainer:
         self.model.weights[0].assign(np.asarray(values, np.float32).reshape(-1, 1))
 
 
+@pytest.mark.parametrize("metric", ["dev_loss", "dev_bleu"])
 @pytest.mark.parametrize("case", ["average_wins", "last_wins", "best_wins"])
-def test_the_end_of_a_budget_keeps_the_model_with_the_lowest_dev_loss(tmp_path, case):
+def test_the_end_of_a_budget_keeps_the_model_with_the_best_dev_score(tmp_path, case, metric):
     target = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
     trainer = _FakeTrainer(4)
     noise = np.array([[0.4, -0.4, 0.4, -0.4], [-0.4, 0.4, -0.4, 0.4], [0.4, 0.4, -0.4, -0.4],
@@ -205,14 +210,16 @@ def test_the_end_of_a_budget_keeps_the_model_with_the_lowest_dev_loss(tmp_path, 
     checkpoints.save_model_checkpoint(trainer.model, str(tmp_path / "best"), 2)
     trainer.set(last)
 
-    def dev_loss():
-        return float(np.sum((trainer.model.weights[0].numpy()[:, 0] - target) ** 2))
+    sign = -1.0 if metric == "dev_bleu" else 1.0  # BLEU: higher is better
 
-    record = final_choice.choose_final(trainer, str(tmp_path), 5, dev_loss)
+    def score():
+        return sign * float(np.sum((trainer.model.weights[0].numpy()[:, 0] - target) ** 2))
+
+    record = final_choice.choose_final(trainer, str(tmp_path), 5, score, metric)
     average = (saved.sum(axis=0) + last) / 5
     candidates = {"last": last, "average": average, "best": best}
-    expected = {name: np.sum((v - target) ** 2) for name, v in candidates.items()}
-    assert record["dev_loss"] == pytest.approx(expected)
+    expected = {name: sign * np.sum((v - target) ** 2) for name, v in candidates.items()}
+    assert record["metric"] == metric and record[metric] == pytest.approx(expected)
     assert record["chosen"] == case.removesuffix("_wins")
     np.testing.assert_allclose(trainer.model.weights[0].numpy()[:, 0], last)  # state kept
     reader = tf.train.load_checkpoint(os.path.join(tmp_path, FINAL_DIR, "ckpt-5"))
@@ -245,3 +252,29 @@ def test_linear_budget_without_minutes_decays_to_zero_at_train_steps(tmp_path):
     assert rates[40] == 0.0
     choice = final_choice.recorded_choice(out)
     assert choice["step"] == 40 and set(choice["dev_loss"]) == {"last", "ema", "average"}
+
+
+def test_a_problem_scored_by_bleu_keeps_the_model_with_the_best_dev_bleu(tmp_path):
+    from t2t_lite import problems
+    from t2t_lite.train.evaluation import dev_bleu
+
+    data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
+    problem = problems.get_problem("algorithmic_reverse")
+    problem.generate_data(
+        data_dir, num_symbols=8, max_sequence_length=6, train_size=400, dev_size=40
+    )
+    problem.metric = "bleu"  # this instance only: scored like a translation problem
+    overrides = "learning_rate_schedule=linear_budget,warmup_steps=20,ema_momentum=0.9"
+    hparams = get_hparams("transformer_tiny", overrides)
+    cfg = config(out, 150, save_every=30, eval_every=10**6)
+    training.train(problem, dataclasses.replace(cfg, data_dir=data_dir), hparams, "tiny")
+    choice = final_choice.recorded_choice(out)
+    assert choice["metric"] == "dev_bleu" and set(choice["dev_bleu"]) == {"last", "ema", "average"}
+    scores = choice["dev_bleu"]
+    assert scores[choice["chosen"]] == max(scores.values()) and 0.0 < max(scores.values()) <= 100
+    # The kept model, read back as t2t-decode reads it, scores what choice.json says.
+    model = Transformer(hparams, problem.tokenizer(data_dir).vocab_size)
+    model.build()
+    checkpoints.restore_model_weights(model, os.path.join(out, FINAL_DIR, "ckpt-150"))
+    bleu_config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=final_choice.BLEU_EXAMPLES)
+    assert dev_bleu(model, problem, bleu_config) == pytest.approx(scores[choice["chosen"]])
