@@ -84,7 +84,9 @@ def choose_final(trainer, output_dir: str, step: int, score, metric: str = "dev_
     path = checkpoints.save_model_checkpoint(model, final, step)
     _load(model, last)
     others = ", ".join(f"{k} {v:.4f}" for k, v in scores.items() if k != chosen)
-    which = "highest" if sign < 0 else "lowest"
+    which = (
+        f"{'highest' if sign < 0 else 'lowest'} {metric.replace('_', ' ').replace('bleu', 'BLEU')}"
+    )
     record = {
         "step": step,
         "chosen": chosen,
@@ -94,8 +96,7 @@ def choose_final(trainer, output_dir: str, step: int, score, metric: str = "dev_
         "averaged": paths if "average" in scores else [],
         "best": best if "best" in scores else None,
         "ema_momentum": trainer.hparams.ema_momentum,
-        "why": f"{which} {metric}: {chosen} {scores[chosen]:.4f} "
-        f"({others or 'no other candidate'})",
+        "why": f"{which}: {chosen} {scores[chosen]:.4f} ({others or 'no other candidate'})",
     }
     atomic_io.write_json(os.path.join(final, CHOICE_FILE), record)
     logging.info("end of the budget: kept the %s model in %s; %s", chosen, final, record["why"])

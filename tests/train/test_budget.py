@@ -220,6 +220,8 @@ def test_the_end_of_a_budget_keeps_the_model_with_the_best_dev_score(tmp_path, c
     candidates = {"last": last, "average": average, "best": best}
     expected = {name: sign * np.sum((v - target) ** 2) for name, v in candidates.items()}
     assert record["metric"] == metric and record[metric] == pytest.approx(expected)
+    words = "highest dev BLEU" if metric == "dev_bleu" else "lowest dev loss"
+    assert record["why"].startswith(f"{words}: {record['chosen']} ")
     assert record["chosen"] == case.removesuffix("_wins")
     np.testing.assert_allclose(trainer.model.weights[0].numpy()[:, 0], last)  # state kept
     reader = tf.train.load_checkpoint(os.path.join(tmp_path, FINAL_DIR, "ckpt-5"))

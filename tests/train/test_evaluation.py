@@ -8,12 +8,17 @@ import os
 import subprocess
 import sys
 import types
+from typing import NamedTuple
 
 import pytest
 import tensorflow as tf
 
 from t2t_lite.hparams import get_hparams
 from t2t_lite.train.evaluation import dev_bleu
+
+
+class _Result(NamedTuple):  # a nest tf.function can return, as the real SearchResult
+    ids: tf.Tensor
 
 
 def _fake_decoding(reverse: bool):
@@ -29,7 +34,7 @@ def _fake_decoding(reverse: bool):
             symbols = tf.RaggedTensor.from_tensor(flipped, lengths=lengths)
         eos = tf.ones([tf.shape(inputs)[0], 1], tf.int32)
         ids = tf.concat([symbols, tf.RaggedTensor.from_tensor(eos)], axis=1).to_tensor()
-        return types.SimpleNamespace(ids=ids[:, None, :])
+        return _Result(ids=ids[:, None, :])
 
     return types.SimpleNamespace(translate_ids=translate_ids)
 
