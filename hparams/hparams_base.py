@@ -155,6 +155,11 @@ class HParams:
         return self.replace(**changes)
 
 
+def override_keys(overrides: str) -> set[str]:
+    """The keys a `k=v,k=v` overrides string sets (what the user chose, for rules that defer)."""
+    return {item.partition("=")[0].strip() for item in overrides.split(",") if item.strip()}
+
+
 def parse_bool(text: str) -> bool:
     """A boolean written as text: "true"/"1" -> True, "false"/"0" -> False (any case), and a
     ValueError for anything else (where `bool(text)` would call every non-empty string true)."""

@@ -23,6 +23,7 @@ import time
 import tensorflow as tf
 
 from t2t_lite.hparams import HParams
+from t2t_lite.hparams.hparams_base import override_keys
 from t2t_lite.runtime import atomic_io
 
 # Steps of each process not used for the rate: tracing and the first batches' caches.
@@ -44,7 +45,7 @@ def budget_hparams(hparams: HParams, train_minutes: float, overrides: str = "") 
     stops training. Otherwise: linear_budget over `train_minutes`, with an EMA of the weights
     (DEFAULT_EMA_MOMENTUM) unless `overrides` sets ema_momentum.
     """
-    given = {item.partition("=")[0].strip() for item in overrides.split(",") if item.strip()}
+    given = override_keys(overrides)
     if not train_minutes:  # linear_budget then decays to zero at the last of train_steps
         return hparams
     chosen = hparams.learning_rate_schedule

@@ -27,6 +27,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite.hparams import HParams
+from t2t_lite.hparams.hparams_base import override_keys
 from t2t_lite.runtime import atomic_io
 
 # Steps measured before the decision: enough for a mean of the target tokens per step over
@@ -38,7 +39,7 @@ DROPOUT_FILE = "dropout.json"
 def dropout_hparams(hparams: HParams, overrides: str = "") -> HParams:
     """A `dropout` given in `--hparams` applies from the first step, unless `dropout_passes` is
     given too: the user's choice wins over the rule."""
-    given = {item.partition("=")[0].strip() for item in overrides.split(",") if item.strip()}
+    given = override_keys(overrides)
     if "dropout" in given and "dropout_passes" not in given and hparams.dropout_passes:
         return hparams.replace(dropout_passes=0.0)
     return hparams
@@ -61,6 +62,10 @@ class LateDropoutState(tf.Module):
     def decided(self) -> bool:
         return float(self.passes.numpy()) > 0.0
 
+    def dropout_on(self, hparams: HParams) -> bool:
+        """Whether the decision made switches dropout on."""
+        return self.decided and float(self.passes.numpy()) >= hparams.dropout_passes
+
 
 class LateDropout:
     """Measures the target tokens per step and decides, once, whether dropout goes on.
@@ -73,6 +78,7 @@ class LateDropout:
         self.train_tokens = train_tokens
         self.output_dir, self.chief = output_dir, chief
         self.tokens, self.steps = 0.0, 0
+        self.done = self.state.decided  # read once: not a variable read on every step
 
     @property
     def state(self) -> LateDropoutState:
@@ -81,7 +87,7 @@ class LateDropout:
     def observe(self, step: int, target_tokens: float, expected_steps: int | None) -> None:
         """After each step: `expected_steps` is the run's expected step count, None while a clock
         has not measured its rate over a full window."""
-        if self.state.decided:
+        if self.done:
             return
         self.tokens += float(target_tokens)
         self.steps += 1
@@ -89,8 +95,9 @@ class LateDropout:
             return
         passes = expected_passes(expected_steps, self.tokens / self.steps, self.train_tokens)
         self.state.passes.assign(max(passes, 1e-6))
+        self.done = True
         threshold, rate = self.trainer.hparams.dropout_passes, self.trainer.hparams.dropout
-        on = passes >= threshold
+        on = self.state.dropout_on(self.trainer.hparams)
         if on:
             self.trainer.set_dropout(rate)
         line = (

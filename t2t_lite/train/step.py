@@ -136,8 +136,7 @@ class Trainer:
 
     def restored(self) -> None:
         """After a checkpoint is restored: dropout on if the restored run had decided so."""
-        state = self.late_dropout
-        if state is not None and float(state.passes.numpy()) >= self.hparams.dropout_passes:
+        if self.late_dropout is not None and self.late_dropout.dropout_on(self.hparams):
             self.set_dropout(self.hparams.dropout)
 
     def _make_accumulators(self) -> dict:
