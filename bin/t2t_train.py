@@ -23,7 +23,7 @@ flags.DEFINE_string("hparams_set", "transformer_base", "Named hparams set.")
 flags.DEFINE_string("hparams", "", "Overrides of the set: k=v,k=v (strict).")
 flags.DEFINE_string("data_dir", None, "Folder written by t2t-datagen.", required=True)
 flags.DEFINE_string("output_dir", None, "Checkpoints, hparams.json, summaries.", required=True)
-flags.DEFINE_integer("train_steps", None, "Total optimizer steps (default: the set's).")
+flags.DEFINE_integer("train_steps", None, "Steps (default: the set's; none with --train_minutes).")
 flags.DEFINE_integer("eval_every", 1000, "Evaluate on the dev split every N steps.")
 flags.DEFINE_integer("eval_batches", 0, "Dev batches per evaluation; 0 = the whole split.")
 flags.DEFINE_integer("save_every", 1000, "Write a checkpoint every N steps.")
@@ -63,7 +63,7 @@ def main() -> None:
     except (KeyError, ValueError) as e:
         raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
     values = {name: FLAGS[name].value for name in training.TrainConfig.__dataclass_fields__}
-    values["train_steps"] = FLAGS.train_steps or hparams.train_steps  # every field is a flag
+    values["train_steps"] = FLAGS.train_steps or (0 if FLAGS.train_minutes else hparams.train_steps)
     config = training.TrainConfig(**values)
     problem = problems.get_problem(FLAGS.problem)
     try:

@@ -68,10 +68,13 @@ class ProgressLog:
 
     Example: `step 1200/100000 loss 3.412 nll 3.101 lr 6.1e-04 |g| 0.93 4.1 steps/s
     21,050 tok/s ETA 6:41:10 rss 1.42 GB (peak 1.50)`: rss is the process's resident memory.
+    `total_steps` 0: no step limit (the line shows `step 1200`); `seconds_left`, the seconds left
+    of a time budget, caps the ETA.
     """
 
-    def __init__(self, total_steps: int, start_step: int, every: int):
+    def __init__(self, total_steps: int, start_step: int, every: int, seconds_left=None):
         self.total_steps = total_steps
+        self.seconds_left = seconds_left
         self.every = max(1, every)
         self._meter = RateMeter()
         self._step = start_step
@@ -86,20 +89,24 @@ class ProgressLog:
         if step % self.every and step != self.total_steps:
             return
         self.steps_per_second, self.tokens_per_second = self._meter.mark()
-        remaining = (self.total_steps - step) / max(self.steps_per_second, 1e-9)
+        remaining = float("inf")
+        if self.total_steps:
+            remaining = (self.total_steps - step) / max(self.steps_per_second, 1e-9)
+        if self.seconds_left is not None:
+            remaining = min(remaining, self.seconds_left())
         self.rss, self.peak_rss = resident_memory()
         logging.info(
-            "step %d/%d loss %.4f nll %.4f lr %.3g |g| %.3g %.2f steps/s %s tok/s ETA %s "
+            "step %d%s loss %.4f nll %.4f lr %.3g |g| %.3g %.2f steps/s %s tok/s ETA %s "
             "rss %.2f GB (peak %.2f)",
             step,
-            self.total_steps,
+            f"/{self.total_steps}" if self.total_steps else "",
             result["loss"],
             result["nll"],
             result["learning_rate"],
             result["grad_norm"],
             self.steps_per_second,
             f"{self.tokens_per_second:,.0f}",
-            datetime.timedelta(seconds=round(remaining)),
+            datetime.timedelta(seconds=round(min(remaining, 1e9))),
             self.rss / 1e9,
             self.peak_rss / 1e9,
         )

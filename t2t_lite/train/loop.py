@@ -14,6 +14,7 @@ import functools
 import math
 import os
 import signal
+import sys
 import time
 
 import keras
@@ -62,7 +63,7 @@ class TrainConfig:
 
     output_dir: str
     data_dir: str
-    train_steps: int
+    train_steps: int  # 0 with train_minutes: no step limit, the minutes end the run
     # Every N steps: evaluate on dev, write a checkpoint, log a progress line.
     eval_every: int = 1000
     save_every: int = 1000
@@ -87,7 +88,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("train_steps", "eval_every", "save_every", "keep_checkpoints", "log_every"):
-            if getattr(self, name) <= 0:
+            no_limit = name == "train_steps" and self.train_steps == 0 and self.train_minutes > 0
+            if getattr(self, name) <= 0 and not no_limit:
                 raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
         if self.best_metric not in METRIC_DIRECTIONS:
             raise ValueError(
@@ -95,6 +97,11 @@ class TrainConfig:
             )
         if self.best_metric == "dev_bleu" and not self.bleu_examples:
             raise ValueError("--best_metric=dev_bleu needs --bleu_examples > 0")
+
+    @property
+    def step_limit(self) -> int:
+        """The last step: train_steps, or no limit when the minutes alone end the run."""
+        return self.train_steps or sys.maxsize
 
 
 class ConflictingRunError(ValueError):
@@ -249,12 +256,12 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         train_tokens = problem.train_tokens(config.data_dir)
         loop.late = LateDropout(trainer, train_tokens, config.output_dir, chief)
     if config.train_minutes and trainer.budget is None:  # the step rate, for late dropout
-        loop.rate_clock = BudgetClock(config.train_minutes, 0.0, config.train_steps)
+        loop.rate_clock = BudgetClock(config.train_minutes, 0.0, config.step_limit)
     if trainer.budget is not None and not hparams.budget_minutes:
         trainer.schedule.set_horizon(config.train_steps)  # a budget of steps, not minutes
     elif trainer.budget is not None:
         loop.clock = BudgetClock(
-            hparams.budget_minutes, float(trainer.budget.seconds.numpy()), config.train_steps
+            hparams.budget_minutes, float(trainer.budget.seconds.numpy()), config.step_limit
         )
         if loop.clock.expired():
             logging.info(
@@ -296,11 +303,17 @@ class _Loop:
 
     def run(self, iterator, start: int) -> dict:
         config = self.config
-        progress = ProgressLog(config.train_steps, start, config.log_every)
         step, saved = start, None
         deadline = time.monotonic() + 60 * config.train_minutes if config.train_minutes else None
+        if self.clock is not None:
+            seconds_left = self.clock.remaining
+        elif deadline is not None:
+            seconds_left = lambda: max(0.0, deadline - time.monotonic())  # noqa: E731
+        else:
+            seconds_left = None
+        progress = ProgressLog(config.train_steps, start, config.log_every, seconds_left)
         with _StopSignal() as stop:
-            while step < config.train_steps:
+            while step < config.step_limit:
                 result = {k: v.numpy() for k, v in self.trainer.train_step(iterator).items()}
                 step += 1
                 self._check_step(step, result)
@@ -318,7 +331,7 @@ class _Loop:
                     out_of_time = self.clock.expired()
                 else:
                     out_of_time = deadline is not None and time.monotonic() >= deadline
-                last = step == config.train_steps or out_of_time
+                last = step == config.step_limit or out_of_time
                 if step % config.save_every == 0 or last:  # the last one before evaluating
                     self._save(step)
                     saved = step
@@ -347,7 +360,7 @@ class _Loop:
         """A budget run moves its schedule's horizon to the step count the time left allows;
         late dropout counts the steps the run expects."""
         clock = self.clock or self.rate_clock
-        expected = clock.observe(step) if clock is not None else self.config.train_steps
+        expected = clock.observe(step) if clock is not None else self.config.step_limit
         if self.clock is not None and expected is not None:
             self.trainer.schedule.set_horizon(expected)
             if step % self.config.log_every == 0 and self.chief:

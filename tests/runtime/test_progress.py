@@ -42,6 +42,24 @@ def test_the_progress_line_shows_resident_memory(caplog):
     assert progress.scalars(result)["rss_gb"] == progress.rss / 1e9
 
 
+def test_without_a_step_limit_the_line_shows_the_step_and_the_time_left(caplog):
+    progress = ProgressLog(total_steps=0, start_step=0, every=2, seconds_left=lambda: 75.4)
+    result = {"source_tokens": 10, "target_tokens": 12, "loss": 1.0, "nll": 0.9,
+              "learning_rate": 1e-3, "grad_norm": 0.5, "loss_scale": 1.0}  # fmt: skip
+    caplog.set_level(logging.INFO, logger="absl")
+    with caplog.at_level(logging.INFO):
+        for step in (1, 2):
+            progress.update(step, result)
+    line = caplog.records[-1].getMessage()
+    assert line.startswith("step 2 loss 1.0000") and " ETA 0:01:15 " in line
+    # With both, the nearer end: 2 steps left at some thousands of steps/s, not 75 s.
+    progress = ProgressLog(total_steps=4, start_step=0, every=2, seconds_left=lambda: 75.4)
+    with caplog.at_level(logging.INFO):
+        for step in (1, 2):
+            progress.update(step, result)
+    assert " ETA 0:00:00 " in caplog.records[-1].getMessage()
+
+
 def test_the_decoding_line_shows_resident_memory(caplog):
     progress = DecodeProgress(total=8, what="decoded", every=0.0)
     caplog.set_level(logging.INFO, logger="absl")

@@ -280,3 +280,12 @@ def test_a_problem_scored_by_bleu_keeps_the_model_with_the_best_dev_bleu(tmp_pat
     checkpoints.restore_model_weights(model, os.path.join(out, FINAL_DIR, "ckpt-150"))
     bleu_config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=final_choice.BLEU_EXAMPLES)
     assert dev_bleu(model, problem, bleu_config) == pytest.approx(scores[choice["chosen"]])
+
+
+def test_no_step_limit_only_with_minutes():
+    import sys
+
+    assert config("o", 0, 10, train_minutes=1.0).step_limit == sys.maxsize
+    assert config("o", 7, 10, train_minutes=1.0).step_limit == 7
+    with pytest.raises(ValueError, match="--train_steps must be positive, got 0"):
+        config("o", 0, 10)
