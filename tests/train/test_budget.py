@@ -136,7 +136,9 @@ def test_a_budget_run_peaks_early_and_decays_to_zero_when_the_minutes_are_spent(
     # later in these 15 s makes fewer steps than expected, so the bound leaves room for that
     # (once 23 of 88 steps on a loaded machine).
     assert np.argmax([rates[s] for s in sorted(rates)]) < 0.4 * last
-    assert rates[last] < 0.05 * peak  # near zero at the end of the budget
+    # Near zero at the end of the budget. A save or an evaluation in the last second ends the
+    # run a few steps before the horizon the step rate promised (once 5.1 % of the peak).
+    assert rates[last] < 0.1 * peak
     recorded = json.load(open(os.path.join(out, budget.BUDGET_FILE)))
     assert recorded["budget_minutes"] == 0.25 and recorded["expected_steps"] >= recorded["step"]
     saved = json.load(open(os.path.join(out, "hparams.json")))["hparams"]
