@@ -121,6 +121,41 @@ def test_label_smoothed_loss_gradient_matches_numpy(eps, on_smoothed, on_nll):
     assert_close(tape.gradient(total, logits), expected)
 
 
+def _plain_loss(logits, targets, eps):
+    """The slow path: the loss written out in TensorFlow ops, differentiated by the tape."""
+    vocab = logits.shape[-1]
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    onehot = tf.one_hot(targets, vocab)
+    smoothed_target = onehot * (1 - eps) + (1 - onehot) * eps / (vocab - 1)
+    weights = tf.cast(targets != 0, tf.float32)
+    smoothed = -tf.reduce_sum(smoothed_target * log_probs, -1)
+    nll = -tf.reduce_sum(onehot * log_probs, -1)
+    return tf.reduce_sum(smoothed * weights), tf.reduce_sum(nll * weights)
+
+
+@pytest.mark.parametrize("dtype,tolerance", [("float32", 1e-5), ("bfloat16", 1e-2)])
+def test_closed_form_loss_gradient_equals_the_plain_formula_under_the_tape(dtype, tolerance):
+    # A [2 x 37 tokens, 1000] batch with padding, logits far from 0 (softmax needs its
+    # normalizer), in float32 and in bfloat16, whose gradient comes back in bfloat16.
+    rng = np.random.default_rng(2)
+    logits = tf.cast(rng.normal(size=(2, 37, 1000)) * 8 + 40, dtype)
+    targets = rng.integers(1, 1000, size=(2, 37))
+    targets[1, 30:] = 0
+    results = []
+    for loss_fn in (label_smoothed_cross_entropy, _plain_loss):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            smoothed, nll = loss_fn(logits, tf.constant(targets), 0.1)[:2]
+            total = smoothed - 0.5 * nll
+        gradient = tape.gradient(total, logits)
+        assert gradient.dtype == logits.dtype
+        results.append((float(smoothed), float(nll), tf.cast(gradient, tf.float32).numpy()))
+    (fast_smoothed, fast_nll, fast_grad), (plain_smoothed, plain_nll, plain_grad) = results
+    np.testing.assert_allclose([fast_smoothed, fast_nll], [plain_smoothed, plain_nll], rtol=1e-5)
+    np.testing.assert_allclose(fast_grad, plain_grad, atol=tolerance * np.abs(plain_grad).max())
+    assert np.abs(plain_grad).max() > 0.1 and not fast_grad[1, 30:].any()
+
+
 def test_flops_count_every_matrix_product():
     hp = get_hparams("transformer_tiny")  # d 64, d_ff 256, 4 heads, 2 + 2 layers
     d, f, v, s, t = 64, 256, 100, 10, 10
