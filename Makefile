@@ -15,8 +15,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[all,test]'
 	touch $(STAMP)
 
+# The fast tier on two workers (a test file stays on one worker, so its module fixtures are
+# built once), then the tests marked `timing` alone, on an otherwise idle machine.
 test: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q --durations=15 tests
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -n 2 --dist loadfile -m 'not slow and not timing' \
+		--durations=15 tests
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -m 'timing and not slow' --durations=5 tests
 
 test-slow: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -m slow tests

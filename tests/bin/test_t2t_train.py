@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
@@ -45,6 +47,7 @@ def test_train_then_average(tmp_path):
     assert "averaged 2 checkpoints" in averaged.stderr
 
 
+@pytest.mark.timing  # steps made in 9 s
 def test_train_minutes_alone_is_not_capped_by_the_sets_train_steps(tmp_path):
     import re
 

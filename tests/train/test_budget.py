@@ -26,6 +26,9 @@ from t2t_lite.train import budget, final_choice
 from t2t_lite.train import loop as training
 from t2t_lite.train.schedules import LinearBudgetSchedule
 
+# Real runs on a clock: their step counts need the machine to themselves.
+pytestmark = pytest.mark.timing
+
 
 def _numpy_rate(step, peak, warmup, horizon):
     return peak * np.clip(
