@@ -77,6 +77,10 @@ def step_once(strategy, overrides: str, batches: list[dict], initial=None):
     iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
     result = {k: float(v) for k, v in trainer.train_step(iterator).items()}
     deltas = [a - b for a, b in zip(trainer.model.get_weights(), before, strict=True)]
+    # Each replica's copy of each weight (one copy on one device): all updated alike.
+    copies = [getattr(v.value, "values", (v.value,)) for v in trainer.model.trainable_variables]
+    result["copies"] = len(copies[0])
+    result["copies_diff"] = max(float(np.max(np.abs(c[0].numpy() - c[-1].numpy()))) for c in copies)
     return result, deltas, before
 
 

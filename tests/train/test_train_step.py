@@ -96,6 +96,8 @@ def test_two_replicas_equal_one_device_with_the_same_global_batch():
     assert abs(result["two"]["grad_norm"] - result["one"]["grad_norm"]) < 1e-5
     assert result["max_delta"] > 1e-3
     assert result["max_delta_diff"] < 1e-6
+    assert result["two"]["copies"] == result["two_accum"]["copies"] == 2
+    assert result["two"]["copies_diff"] == result["two_accum"]["copies_diff"] == 0.0
     # Per-replica accumulators (ON_READ variables) under two replicas: 2 replicas x 2 micro-batches
     # equal one device with the four batches in one.
     assert result["two_accum"]["target_tokens"] == result["one_all"]["target_tokens"]
