@@ -18,9 +18,18 @@ def _optimizer(cls, **kwargs):
     )  # fmt: skip
 
 
+def _start_weights(rng):
+    return [rng.normal(size=s).astype(np.float32) for s in SHAPES]
+
+
+def _kind(variable) -> str:
+    """momentum, velocity, average, iteration, ...: the name without its numbering."""
+    return variable.path.rsplit("/", 1)[-1].rsplit("_", 1)[-1]
+
+
 def _train(cls, steps, use_function, **kwargs):
     rng = np.random.default_rng(0)
-    variables = [keras.Variable(rng.normal(size=s).astype(np.float32)) for s in SHAPES]
+    variables = [keras.Variable(w) for w in _start_weights(rng)]
     optimizer = _optimizer(cls, **kwargs)
     optimizer.build(variables)
 
@@ -41,16 +50,15 @@ def _train(cls, steps, use_function, **kwargs):
 def test_fused_adam_updates_as_keras_adam(use_function, extra):
     fused, fused_vars = _train(FusedAdam, 4, use_function, **extra)
     plain, plain_vars = _train(keras.optimizers.Adam, 4, use_function, **extra)
-    start = _train(keras.optimizers.Adam, 0, False)[1]
+    start = _start_weights(np.random.default_rng(0))
     for a, b, s in zip(fused_vars, plain_vars, start, strict=True):
         # The same updates up to float32 rounding (the two compute them in another order).
-        fused_update, plain_update = a.numpy() - s.numpy(), b.numpy() - s.numpy()
+        fused_update, plain_update = a.numpy() - s, b.numpy() - s
         scale = np.abs(plain_update).max()
         np.testing.assert_allclose(fused_update, plain_update, atol=1e-5 * scale)
         assert np.abs(plain_update).min() > 1e-4  # every weight moved
     for a, b in zip(fused.variables, plain.variables, strict=True):  # moments, EMA, iterations
-        kind = a.path.rsplit("/", 1)[-1].rsplit("_", 1)[-1]  # momentum, velocity, iteration, ...
-        assert kind == b.path.rsplit("/", 1)[-1].rsplit("_", 1)[-1]
+        assert _kind(a) == _kind(b)
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-9)
     assert int(fused.iterations) == 4
 
