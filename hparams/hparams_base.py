@@ -54,6 +54,9 @@ class HParams:
     learning_rate: float = 1.0
     warmup_steps: int = 4000
     budget_minutes: float = 0.0  # the time budget of a linear_budget run
+    # The share of linear_budget's steps after the warmup over which it decays to zero; the
+    # rate holds at its peak before it. 1: the decay starts where the warmup ends.
+    budget_decay_fraction: float = 1.0
     # > 0: Adam also keeps an exponential moving average of the weights with this momentum,
     # one candidate of the end-of-run choice (t2t_lite.train.final_choice).
     ema_momentum: float = 0.0
@@ -102,6 +105,10 @@ class HParams:
         ):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"hparam {name} must be in [0, 1), got {getattr(self, name)}")
+        if not 0.0 < self.budget_decay_fraction <= 1.0:
+            raise ValueError(
+                f"hparam budget_decay_fraction must be in (0, 1], got {self.budget_decay_fraction}"
+            )
         if self.dropout_passes < 0:
             raise ValueError(f"hparam dropout_passes must be >= 0, got {self.dropout_passes}")
         if not (self.d_k or self.d_v) and self.d_model % self.num_heads:

@@ -56,6 +56,9 @@ RECIPES = {
     # over the corpus, dropout starts to pay (transformer_small's dropout_passes).
     "budget_dropout": "dropout=0.1",
     "budget_no_dropout": "dropout=0.0",
+    # The peak held until the last fifth of the steps after the warmup, then a linear decay to
+    # zero ("warmup-stable-decay"): more of the rate's area for budgets of few steps.
+    "budget_wsd20": "budget_decay_fraction=0.2",
 }
 
 

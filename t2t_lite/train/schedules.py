@@ -53,7 +53,11 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """A linear warmup to RsqrtWarmupSchedule's peak (the rate it reaches at `warmup_steps`),
     then a linear decay that reaches zero after the update at `total_steps`:
 
-        peak * min(step / warmup, (total + 1 - step) / (total + 1 - warmup)), step >= 1
+        peak * min(1, step / warmup, (total + 1 - step) / (decay * (total + 1 - warmup)))
+
+    for step >= 1. With `decay_fraction` (`decay` above) 1 the decay starts where the warmup
+    ends; with less, the rate holds at its peak until that share of the steps after the warmup
+    is left ("warmup-stable-decay", Hägele et al., 2024).
 
     The horizon is not known when training starts: t2t_lite.train.budget estimates it from the
     time left and calls `set_horizon` as it goes (until then it is `total_steps`). The warmup
@@ -62,12 +66,18 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(
-        self, d_model: int, warmup_steps: int, multiplier: float = 1.0, total_steps: int = 100000
+        self,
+        d_model: int,
+        warmup_steps: int,
+        multiplier: float = 1.0,
+        total_steps: int = 100000,
+        decay_fraction: float = 1.0,
     ):
         self.d_model = d_model
         self.warmup_steps = warmup_steps
         self.multiplier = multiplier
         self.total_steps = total_steps
+        self.decay_fraction = decay_fraction
         self.peak = multiplier * d_model**-0.5 * warmup_steps**-0.5
         self.horizon = tf.Variable(float(total_steps), trainable=False, name="budget_horizon")
         self.warmup = tf.Variable(float(warmup_steps), trainable=False, name="budget_warmup")
@@ -82,7 +92,8 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
         step = tf.cast(iteration, tf.float32) + 1.0
         horizon, warmup = self.horizon.read_value(), self.warmup.read_value()
         up = step / warmup
-        down = (horizon + 1.0 - step) / tf.maximum(horizon + 1.0 - warmup, 1.0)
+        decay = tf.maximum(self.decay_fraction * (horizon + 1.0 - warmup), 1.0)
+        down = (horizon + 1.0 - step) / decay
         return self.peak * tf.clip_by_value(tf.minimum(up, down), 0.0, 1.0)
 
     def get_config(self):
@@ -91,6 +102,7 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
             "warmup_steps": self.warmup_steps,
             "multiplier": self.multiplier,
             "total_steps": self.total_steps,
+            "decay_fraction": self.decay_fraction,
         }
 
 
@@ -100,7 +112,11 @@ def create_schedule(hparams: HParams):
         return hparams.learning_rate
     if hparams.learning_rate_schedule == "linear_budget":
         return LinearBudgetSchedule(
-            hparams.d_model, hparams.warmup_steps, hparams.learning_rate, hparams.train_steps
+            hparams.d_model,
+            hparams.warmup_steps,
+            hparams.learning_rate,
+            hparams.train_steps,
+            hparams.budget_decay_fraction,
         )
     return RsqrtWarmupSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate)
 

@@ -30,10 +30,9 @@ from t2t_lite.train.schedules import LinearBudgetSchedule
 pytestmark = pytest.mark.timing
 
 
-def _numpy_rate(step, peak, warmup, horizon):
-    return peak * np.clip(
-        np.minimum(step / warmup, (horizon + 1 - step) / (horizon + 1 - warmup)), 0, 1
-    )
+def _numpy_rate(step, peak, warmup, horizon, decay_fraction=1.0):
+    decay = decay_fraction * (horizon + 1 - warmup)
+    return peak * np.clip(np.minimum(step / warmup, (horizon + 1 - step) / decay), 0, 1)
 
 
 def test_linear_budget_schedule_follows_its_formula_and_horizon():
@@ -50,6 +49,23 @@ def test_linear_budget_schedule_follows_its_formula_and_horizon():
     assert float(schedule(99)) == pytest.approx(peak)
     restored = LinearBudgetSchedule.from_config(schedule.get_config())
     assert restored.peak == schedule.peak
+
+
+def test_linear_budget_schedule_holds_its_peak_before_a_shorter_decay():
+    # decay_fraction 0.2: the peak from the end of warmup until a fifth of the steps after the
+    # warmup is left, then linear to zero (warmup-stable-decay).
+    schedule = LinearBudgetSchedule(64, 100, 1.0, total_steps=1099, decay_fraction=0.2)
+    peak = 64**-0.5 * 100**-0.5
+    iterations = np.array([0, 49, 99, 500, 898, 899, 900, 1000, 1097, 1098, 1099])
+    got = np.array([float(schedule(i)) for i in iterations])
+    np.testing.assert_allclose(got, _numpy_rate(iterations + 1.0, peak, 100, 1099, 0.2), rtol=1e-6)
+    # The decay spans the last 200 of the 1,000 steps after the warmup: literal values.
+    np.testing.assert_allclose(
+        got / peak, [0.01, 0.5, 1, 1, 1, 1, 0.995, 0.495, 0.01, 0.005, 0], rtol=1e-5, atol=1e-7
+    )
+    restored = LinearBudgetSchedule.from_config(schedule.get_config())
+    assert restored.decay_fraction == 0.2
+    assert float(restored(1000)) == pytest.approx(float(schedule(1000)))
 
 
 class _FakeClock:
