@@ -48,8 +48,9 @@ class HParams:
     # Optimization (section 5.3): the rate is learning_rate * d_model^-0.5 * min(...).
     # "constant": learning_rate throughout. "linear_budget" (t2t_lite.train.budget, what
     # `--train_minutes` chooses unless a schedule is given): the peak rsqrt_warmup reaches at
-    # warmup_steps, then a linear decay to zero at the end of `budget_minutes` of training, or
-    # at the last of the run's train_steps when budget_minutes is 0.
+    # warmup_steps, held until budget_decay_fraction of the steps after the warmup is left, then
+    # a linear decay to zero at the end of `budget_minutes` of training, or at the last of the
+    # run's train_steps when budget_minutes is 0.
     learning_rate_schedule: str = "rsqrt_warmup"
     learning_rate: float = 1.0
     warmup_steps: int = 4000

@@ -3,10 +3,12 @@
 Unless the hparams name a schedule, `--train_minutes=M` trains with `linear_budget`: the peak of
 the paper's schedule, reached at warmup_steps, then a linear decay to zero when the M minutes
 are spent (linear decay to zero did best under a fixed budget in Li et al., "Budgeted Training",
-ICLR 2020). How many steps fit in the budget is not known in advance: `BudgetClock` measures
-the step rate over the last minute once start-up is over, and after every step the schedule's
-horizon becomes step + rate * time left. A machine that slows down or speeds up moves the
-horizon; the rate still reaches zero when the time runs out.
+ICLR 2020); with `budget_decay_fraction` below 1 (transformer_small: 0.2) the peak holds until
+that share of the steps after the warmup is left, and the decay takes the rest. How many steps
+fit in the budget is not known in advance: `BudgetClock` measures the step rate over the last
+minute once start-up is over, and after every step the schedule's horizon becomes step + rate *
+time left. A machine that slows down or speeds up moves the horizon; the rate still reaches
+zero when the time runs out.
 
 The budget is the run's, not the process's: the minutes spent are stored in each checkpoint, so
 a resumed run continues with what is left, and a run whose budget is spent trains no more. A

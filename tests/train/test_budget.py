@@ -66,6 +66,9 @@ def test_linear_budget_schedule_holds_its_peak_before_a_shorter_decay():
     restored = LinearBudgetSchedule.from_config(schedule.get_config())
     assert restored.decay_fraction == 0.2
     assert float(restored(1000)) == pytest.approx(float(schedule(1000)))
+    for bad in ("0", "1.5"):
+        with pytest.raises(ValueError, match=r"budget_decay_fraction must be in \(0, 1\]"):
+            get_hparams("transformer_small", f"budget_decay_fraction={bad}")
 
 
 class _FakeClock:
@@ -260,9 +263,11 @@ def test_the_best_model_of_the_last_step_is_not_a_second_candidate(tmp_path):
     assert set(record["dev_loss"]) == {"last"} and record["best"] is None
 
 
-def test_linear_budget_without_minutes_decays_to_zero_at_train_steps(tmp_path):
+@pytest.mark.parametrize("decay_fraction", [1.0, 0.25])
+def test_linear_budget_without_minutes_decays_to_zero_at_train_steps(tmp_path, decay_fraction):
     out = str(tmp_path / "run")
     overrides = "learning_rate_schedule=linear_budget,warmup_steps=5,ema_momentum=0.9"
+    overrides += f",budget_decay_fraction={decay_fraction}"
     hparams = get_hparams("transformer_tiny", overrides)
     cfg = config(out, 40, save_every=10, log_every=1, eval_every=10**6)
     training.train(FakeReverse(), cfg, hparams, "transformer_tiny")
@@ -270,9 +275,14 @@ def test_linear_budget_without_minutes_decays_to_zero_at_train_steps(tmp_path):
     peak = hparams.learning_rate * hparams.d_model**-0.5 * 5**-0.5
     # The rate logged after step s is the next update's, the schedule's step s + 1.
     steps = np.arange(1, 41)
-    expected = _numpy_rate(steps + 1.0, peak, warmup=4, horizon=40)  # warmup: a tenth of 40
+    # warmup: a tenth of 40
+    expected = _numpy_rate(steps + 1.0, peak, 4, horizon=40, decay_fraction=decay_fraction)
     np.testing.assert_allclose([rates[s] for s in steps], expected, rtol=1e-5, atol=1e-9)
     assert rates[40] == 0.0
+    # A quarter of the 37 steps after the warmup (9.25) decays: the schedule's steps 4 to 31
+    # (41 - 9.25) are at the peak, the rates logged after steps 3 to 30.
+    held = [s for s in steps if rates[s] == pytest.approx(peak, rel=1e-6)]
+    assert held == (list(range(3, 31)) if decay_fraction < 1 else [3])
     choice = final_choice.recorded_choice(out)
     assert choice["step"] == 40 and set(choice["dev_loss"]) == {"last", "ema", "average"}
 
