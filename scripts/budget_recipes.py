@@ -56,11 +56,9 @@ RECIPES = {
     # over the corpus, dropout starts to pay (transformer_small's dropout_passes).
     "budget_dropout": "dropout=0.1",
     "budget_no_dropout": "dropout=0.0",
-    # The peak held until the last fifth of the steps after the warmup, then a linear decay to
-    # zero ("warmup-stable-decay"): more of the rate's area for budgets of few steps. The stock
-    # recipe since it led budget_linear over two seeds at 1,500 updates.
-    "budget_wsd20": "budget_decay_fraction=0.2",
-    # The stock recipe before that: the decay from the end of the warmup.
+    # The stock recipe before commit 1b5a7ca: the decay from the end of the warmup, where the
+    # stock one holds the peak until the last fifth of the steps (budget_decay_fraction=0.2;
+    # at commit f959240 that was the recipe budget_wsd20).
     "budget_linear": "budget_decay_fraction=1.0",
 }
 
