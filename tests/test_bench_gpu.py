@@ -1,0 +1,72 @@
+"""bench/gpu/export_step.py: the manifest it writes remakes the exported training step's state,
+so that the GPU side (bench/gpu/run_step.py, which has no TensorFlow) starts from the values that
+TensorFlow's reference losses were computed from."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+GPU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "gpu")
+sys.path.insert(0, GPU)
+import export_step  # noqa: E402
+import values  # noqa: E402
+
+from t2t_lite.hparams import get_hparams  # noqa: E402
+from t2t_lite.runtime import distribute  # noqa: E402
+from t2t_lite.train.step import Trainer  # noqa: E402
+
+VOCAB = 300
+
+
+def _hparams():
+    return get_hparams("transformer_tiny", "jit_compile=true,dropout=0.0,max_positions=64")
+
+
+def _fresh_step(seed: int):
+    tf.keras.utils.set_random_seed(seed)
+    trainer = Trainer(_hparams(), VOCAB, distribute.create_strategy("default"))
+    return trainer, export_step.make_step(trainer)
+
+
+def test_uniform_values_are_seeded_by_index_and_bounded_by_the_fan_in():
+    a = values.uniform_values(3, (40, 2, 8), "float32")
+    assert a.shape == (40, 2, 8) and a.dtype == np.float32
+    assert np.abs(a).max() <= np.sqrt(3.0 / 80) and np.abs(a).max() > 0.9 * np.sqrt(3.0 / 80)
+    np.testing.assert_array_equal(a, values.uniform_values(3, (40, 2, 8), "float32"))
+    assert not np.array_equal(a, values.uniform_values(4, (40, 2, 8), "float32"))
+
+
+def test_the_manifest_remakes_the_state_that_gives_tensorflows_reference_losses(tmp_path):
+    folder = str(tmp_path)
+    manifest = export_step.export(folder, _hparams(), VOCAB, (4, 8))
+    with open(os.path.join(folder, "manifest.json")) as f:
+        assert json.load(f) == manifest
+    for name in ("check", "time"):
+        assert os.path.getsize(os.path.join(folder, f"{name}.pb")) > 1000
+    assert manifest["shapes"]["time"]["batch"] == [4, 8]
+    assert manifest["shapes"]["check"]["batch"] == list(export_step.CHECK_SHAPE)
+    records = manifest["arguments"]
+    kinds = {r["kind"] for r in records} | {"fill" for r in records if "fill" in r}
+    assert kinds == {"variable", "constant", "fill"}  # weights, the sinusoids, gains and slots
+    reference = manifest["shapes"]["check"]["tensorflow_losses"]
+    assert len(reference) == 3 and abs(reference[0] - np.log(VOCAB)) < 0.5
+
+    # A trainer of another seed, given the manifest's values, takes the same three steps.
+    trainer, step = _fresh_step(seed=7)
+    batch = export_step.batch(*export_step.CHECK_SHAPE, VOCAB)
+    arguments = export_step.captured_arguments(step, *batch, trainer)
+    assert len(arguments) == len(records)
+    untouched = float(step(*batch)[0])  # its own initial values: a different first loss
+    assert abs(untouched - reference[0]) > 1e-4
+    for argument, value in zip(arguments, values.initial_values(folder, records), strict=True):
+        if isinstance(argument, tf.Tensor):
+            np.testing.assert_array_equal(argument.numpy(), value)
+        else:
+            argument.assign(value)
+    losses = [float(step(*batch)[0]) for _ in range(3)]
+    np.testing.assert_allclose(losses, reference, rtol=1e-6)
