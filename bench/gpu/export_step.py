@@ -23,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from values import uniform_values  # noqa: E402
+from values import batch, uniform_values  # noqa: E402
 
 from t2t_lite.hparams import get_hparams  # noqa: E402
 from t2t_lite.model import flops  # noqa: E402
@@ -31,14 +31,6 @@ from t2t_lite.runtime import distribute  # noqa: E402
 from t2t_lite.train.step import Trainer  # noqa: E402
 
 CHECK_SHAPE = (8, 32)
-
-
-def batch(sentences: int, length: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
-    """Seeded source and target ids [sentences, length] in 2..vocab-1, EOS (1) last."""
-    rng = np.random.default_rng(length)
-    source, target = (rng.integers(2, vocab, (sentences, length), dtype=np.int32) for _ in "st")
-    source[:, -1] = target[:, -1] = 1
-    return source, target
 
 
 def make_step(trainer: Trainer):

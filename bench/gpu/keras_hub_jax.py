@@ -22,6 +22,7 @@ import base_config as C  # noqa: E402
 import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
+import values  # noqa: E402
 
 
 def build_model() -> keras.Model:
@@ -73,11 +74,7 @@ def main() -> None:
     model = build_model()
     optimizer = keras.optimizers.Adam(1e-4, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
     model.compile(optimizer, loss=smoothed_loss, jit_compile=True)  # LossScale for float16
-    rng = np.random.default_rng(C.LENGTH)
-    source, target = (
-        rng.integers(2, C.VOCAB, (C.SENTENCES, C.LENGTH), dtype=np.int32) for _ in "st"
-    )
-    source[:, -1] = target[:, -1] = 1
+    source, target = values.batch(C.SENTENCES, C.LENGTH, C.VOCAB)
     decoder_inputs = np.pad(target, [[0, 0], [1, 0]])[:, :-1]  # shift right
     features = {"inputs": source, "decoder_inputs": decoder_inputs}
     start = time.perf_counter()

@@ -18,8 +18,8 @@ import sys
 import time
 
 import base_config as C
-import numpy as np
 import torch
+import values
 from torch import nn
 
 
@@ -77,10 +77,9 @@ def main() -> None:
         model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True
     )
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=C.LABEL_SMOOTHING)
-    rng = np.random.default_rng(C.LENGTH)
-    source, target = (rng.integers(2, C.VOCAB, (C.SENTENCES, C.LENGTH)) for _ in "st")
-    source[:, -1] = target[:, -1] = 1
-    source, target = (torch.from_numpy(a).cuda() for a in (source, target))
+    source, target = (
+        torch.from_numpy(a).long().cuda() for a in values.batch(C.SENTENCES, C.LENGTH, C.VOCAB)
+    )
     half = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(args.precision)
     scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "float16")
 

@@ -1,4 +1,5 @@
-"""The starting values of the exported training step's arguments, made the same way on both sides:
+"""The starting values of the exported training step's arguments, and the benchmark batch, made
+the same way on both sides:
 by bench/gpu/export_step.py (with TensorFlow) and bench/gpu/run_step.py (without). NumPy only.
 
 The weights are not shipped (transformer_base with its Adam slots is about 750 MB). A manifest
@@ -13,6 +14,15 @@ from __future__ import annotations
 import os
 
 import numpy as np
+
+
+def batch(sentences: int, length: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded source and target ids, int32 [sentences, length] in 2..vocab-1, EOS (1) last, no
+    padding: the batch of t2t_lite's exported step and of the GPU peers."""
+    rng = np.random.default_rng(length)
+    source, target = (rng.integers(2, vocab, (sentences, length), dtype=np.int32) for _ in "st")
+    source[:, -1] = target[:, -1] = 1
+    return source, target
 
 
 def uniform_values(index: int, shape: tuple[int, ...], dtype: str) -> np.ndarray:
