@@ -87,9 +87,11 @@ class Ensemble:
             m.project_memory(mem, memory_mask) for m, mem in zip(self.models, memory, strict=True)
         )
 
-    def init_cache(self, batch: int | tf.Tensor, max_length: int | tf.Tensor) -> tuple:
+    def init_cache(
+        self, batch: int | tf.Tensor, max_length: int | tf.Tensor, fixed: bool = False
+    ) -> tuple:
         """One empty decoding cache per member."""
-        return tuple(m.init_cache(batch, max_length) for m in self.models)
+        return tuple(m.init_cache(batch, max_length, fixed) for m in self.models)
 
     def decode_step(
         self, ids: tf.Tensor, index: tf.Tensor, cache: tuple, memory_state: tuple

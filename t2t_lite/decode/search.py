@@ -118,6 +118,22 @@ def _best_log_probs(logits: tf.Tensor, k: int, pad_id: int | None) -> tuple[tf.T
     return log_probs, ids
 
 
+def _buffer_length(max_lengths: tf.Tensor, buffer_length: int | tf.Tensor | None) -> tf.Tensor:
+    """The positions a search's state holds: max(max_lengths), or `buffer_length` when given.
+
+    A given `buffer_length` (at least every max_length, checked) depends on shapes and constants
+    only, so that XLA (`jit_compile`) sees the state's shapes at compile time; the sentences'
+    own lengths depend on the input's values. The ids then come out `buffer_length` long."""
+    if buffer_length is None:
+        return tf.reduce_max(max_lengths)
+    buffer_length = tf.cast(buffer_length, tf.int32)
+    check = tf.debugging.assert_less_equal(
+        max_lengths, buffer_length, message="buffer_length is below a sentence's max_length"
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(buffer_length)
+
+
 def _shape_invariants(loop_vars: Any) -> Any:
     """A search loop's shape invariants: every axis of size 0 at the start may grow (a model
     cache that gains a position per step, as `Transformer.init_cache` makes); the rest keep
@@ -278,6 +294,7 @@ def beam_search(
     eos_id: int = EOS_ID,
     pad_id: int | None = PAD_ID,
     nbest: int = 1,
+    buffer_length: int | tf.Tensor | None = None,
 ) -> SearchResult:
     """Batched beam search with the GNMT length penalty; returns the `nbest` best hypotheses.
 
@@ -300,14 +317,16 @@ def beam_search(
       eos_id: the end-of-sequence id.
       pad_id: an id never generated (padding); None allows all.
       nbest: how many finished hypotheses to return, 1 <= nbest <= beam_size.
+      buffer_length: see `_buffer_length`.
 
     Returns:
-      SearchResult with ids [batch, nbest, max(max_length)] and scores [batch, nbest].
+      SearchResult with ids [batch, nbest, max(max_length) or buffer_length] and scores
+      [batch, nbest].
     """
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest must be in [1, beam_size={beam_size}], got {nbest}")
     setup = _BeamSetup.make(batch_size, beam_size, alpha, max_length, eos_id, pad_id, nbest)
-    total = tf.reduce_max(setup.max_lengths)
+    total = _buffer_length(setup.max_lengths, buffer_length)
     start = (_initial_beams(initial_cache, setup.batch, beam_size, total),)
     (beams,) = tf.while_loop(
         lambda beams: _beams_searching(setup, beams),
@@ -349,6 +368,7 @@ def sample_search(
     seed: int | tf.Tensor = 0,
     eos_id: int = EOS_ID,
     pad_id: int | None = PAD_ID,
+    buffer_length: int | tf.Tensor | None = None,
 ) -> SearchResult:
     """Greedy search (temperature 0) or ancestral sampling, one hypothesis per sentence.
 
@@ -357,7 +377,7 @@ def sample_search(
     same `seed` and batch give the same samples. `temperature`, `top_k` and `top_p` are Python
     numbers fixed when the graph is built. Returns a SearchResult with ids [batch, 1,
     max(max_length)]; its scores and log_probs [batch, 1] are both the model's own log-probability
-    of the hypothesis (before temperature and filtering)."""
+    of the hypothesis (before temperature and filtering). `buffer_length`: see `_buffer_length`."""
     if temperature < 0 or top_k < 0 or not 0.0 < top_p <= 1.0:
         raise ValueError(
             f"need temperature >= 0, top_k >= 0 and 0 < top_p <= 1; got temperature="
@@ -365,7 +385,7 @@ def sample_search(
         )
     batch = tf.cast(batch_size, tf.int32)
     max_lengths = _per_sentence(max_length, batch)  # --> [batch]
-    total = tf.reduce_max(max_lengths)
+    total = _buffer_length(max_lengths, buffer_length)
     seed = tf.cast(seed, tf.int32)
 
     def choose(log_probs, i):
@@ -407,8 +427,15 @@ def greedy_search(
     max_length: int | tf.Tensor,
     eos_id: int = EOS_ID,
     pad_id: int | None = PAD_ID,
+    buffer_length: int | tf.Tensor | None = None,
 ) -> SearchResult:
     """The most likely token at every step; see `sample_search`."""
     return sample_search(
-        step_fn, initial_cache, batch_size, max_length, eos_id=eos_id, pad_id=pad_id
+        step_fn,
+        initial_cache,
+        batch_size,
+        max_length,
+        eos_id=eos_id,
+        pad_id=pad_id,
+        buffer_length=buffer_length,
     )

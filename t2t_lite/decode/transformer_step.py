@@ -26,14 +26,20 @@ from t2t_lite.model.layers.masks import padding_mask
 
 
 def model_step_fn(
-    model, inputs: tf.Tensor, max_length: int | tf.Tensor, use_cache: bool = True
+    model,
+    inputs: tf.Tensor,
+    max_length: int | tf.Tensor,
+    use_cache: bool = True,
+    fixed_shapes: bool = False,
 ) -> tuple[StepFn, Any]:
     """A step function and its initial cache that decode `inputs` [batch, source] with a
     `Transformer` for up to `max_length` positions.
 
     use_cache=True uses the model's incremental decoder (keys and values of earlier positions kept
-    in the cache). use_cache=False recomputes the whole prefix with `model.decode` at every step;
-    it is the slow reference that the cached path is tested and benchmarked against.
+    in the cache), which grows a position per step; with `fixed_shapes` it is a `max_length`
+    buffer instead, the same in every step, as XLA needs. use_cache=False recomputes the whole
+    prefix with `model.decode` at every step; it is the slow reference that the cached path is
+    tested and benchmarked against.
     """
     memory, memory_mask = model.encode(inputs)
     if use_cache:
@@ -44,7 +50,7 @@ def model_step_fn(
         def cached_step(ids, index, cache):
             return model.decode_step(ids, index, cache, state)
 
-        return cached_step, model.init_cache(tf.shape(inputs)[0], max_length)
+        return cached_step, model.init_cache(tf.shape(inputs)[0], max_length, fixed_shapes)
 
     def recompute_step(ids, index, cache):
         # fed: [batch, max_length + 1], the ids fed so far; the extra column stays zero.
@@ -70,6 +76,19 @@ def _output_lengths(model, inputs: tf.Tensor, extra_length: int | tf.Tensor) -> 
     return tf.maximum(lengths, 1)
 
 
+def _search_length(
+    model, inputs: tf.Tensor, extra_length: int | tf.Tensor, fixed_shapes: bool
+) -> tuple[tf.Tensor, tf.Tensor | None]:
+    """([batch] maximum output lengths, the positions of the search state). With
+    `fixed_shapes` the state holds the longest any input of this width allows, source width +
+    `extra_length` (capped like the lengths), known from shapes and constants alone."""
+    max_lengths = _output_lengths(model, inputs, extra_length)  # --> [batch]
+    if not fixed_shapes:
+        return max_lengths, None
+    width = tf.shape(inputs)[1] + tf.cast(extra_length, tf.int32)
+    return max_lengths, tf.maximum(tf.minimum(width, model.hparams.max_positions), 1)
+
+
 def translate_ids(
     model,
     inputs: tf.Tensor,
@@ -80,21 +99,27 @@ def translate_ids(
     nbest: int = 1,
     use_cache: bool = True,
     constraint: Constraint | None = None,
+    fixed_shapes: bool = False,
 ) -> SearchResult:
     """Beam search with a `Transformer` on zero-padded source ids [batch, source] (each ending
     in EOS); each output is at most its input length + `extra_length` long. With a
     `constraint`, only the tokens it allows are searched (`constrained_step_fn`).
+    `fixed_shapes` keeps every shape of the search fixed by the input's shape, so that the
+    search compiles with XLA (`tf.function(jit_compile=True)`): a fixed-length cache, and
+    state of source width + `extra_length` positions. It finds the same hypotheses.
 
     Returns:
       SearchResult with ids [batch, nbest, length] and scores [batch, nbest], best first.
     """
     inputs = tf.convert_to_tensor(inputs, tf.int32)
-    max_lengths = _output_lengths(model, inputs, extra_length)  # --> [batch]
-    step_fn, cache = model_step_fn(model, inputs, tf.reduce_max(max_lengths), use_cache)
+    max_lengths, buffer = _search_length(model, inputs, extra_length, fixed_shapes)
+    step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
+    step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
+    batch = tf.shape(inputs)[0]
     return beam_search(
-        step_fn, cache, tf.shape(inputs)[0], beam_size, alpha, max_lengths, nbest=nbest
+        step_fn, cache, batch, beam_size, alpha, max_lengths, nbest=nbest, buffer_length=buffer
     )
 
 
@@ -108,12 +133,14 @@ def sample_ids(
     seed: int | tf.Tensor = 0,
     extra_length: int | tf.Tensor = 50,
     constraint: Constraint | None = None,
+    fixed_shapes: bool = False,
 ) -> SearchResult:
     """Greedy decoding (temperature 0) or sampling with a `Transformer`; see `sample_search`
-    (and `translate_ids` for `constraint`)."""
+    (and `translate_ids` for `constraint` and `fixed_shapes`)."""
     inputs = tf.convert_to_tensor(inputs, tf.int32)
-    max_lengths = _output_lengths(model, inputs, extra_length)  # --> [batch]
-    step_fn, cache = model_step_fn(model, inputs, tf.reduce_max(max_lengths))
+    max_lengths, buffer = _search_length(model, inputs, extra_length, fixed_shapes)
+    step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
+    step_fn, cache = model_step_fn(model, inputs, step_length, fixed_shapes=fixed_shapes)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
     return sample_search(
@@ -125,6 +152,7 @@ def sample_ids(
         top_k=top_k,
         top_p=top_p,
         seed=seed,
+        buffer_length=buffer,
     )
 
 

@@ -155,10 +155,13 @@ class Transformer(keras.Model):
         layer's encoder-decoder keys and values [batch, heads, source, d] and the padding mask."""
         return {"layers": self.decoder.project_memory(memory), "mask": memory_mask}
 
-    def init_cache(self, batch: int | tf.Tensor, max_length: int | tf.Tensor) -> dict[str, Any]:
-        """The empty self-attention state of `batch` rows; it grows by a position per step (for
-        up to `max_length` steps; the argument is kept for callers, the cache does not need it)."""
-        return {"layers": self.decoder.init_cache(batch, max_length)}
+    def init_cache(
+        self, batch: int | tf.Tensor, max_length: int | tf.Tensor, fixed: bool = False
+    ) -> dict[str, Any]:
+        """The empty self-attention state of `batch` rows for up to `max_length` steps. It grows
+        by a position per step; with `fixed`, it is a `max_length` buffer written in place, whose
+        shapes XLA can compile (`MultiHeadAttention.empty_cache`)."""
+        return {"layers": self.decoder.init_cache(batch, max_length, fixed)}
 
     def decode_step(
         self,
@@ -180,9 +183,7 @@ class Transformer(keras.Model):
             {"self": own, "cross": memory_state["layers"][i]}
             for i, own in enumerate(cache["layers"])
         ]
-        # The self-attention caches hold exactly the positions before `index` (the layers read
-        # the position off them): no mask.
-        x, layers = self.decoder(x, None, None, cross_mask, cache=layers)
+        x, layers = self.decoder(x, None, None, cross_mask, cache=layers, decode_index=index)
         logits = tf.cast(self._logits(x)[:, 0], tf.float32)
         return logits, {"layers": layers}
 

@@ -145,6 +145,51 @@ def test_cached_search_equals_full_prefix_recomputation(vocab):
     )
 
 
+@pytest.mark.parametrize("vocab", [11, 640])
+def test_fixed_shapes_under_xla_equal_the_growing_cache(vocab):
+    """The XLA path (fixed-length cache, state of source width + extra_length positions, one
+    `jit_compile` function) finds the same hypotheses as the default path, for beam search with
+    n-best lists and for greedy search, on sentences of several lengths."""
+    model = tiny_model(vocab_size=vocab, seed=7)
+    inputs = np.array([[5, 6, 7, 1, 0, 0], [2, 3, 4, 5, 6, 1], [9, 1, 0, 0, 0, 0]], np.int32)
+    # With an EOS bias some hypotheses end before their maximum length and some do not.
+    results = []
+    for fixed in (False, True):
+        step_fn, cache = transformer_step.model_step_fn(model, inputs, 9, fixed_shapes=fixed)
+        step_fn, cache = eos_after_input(step_fn, cache, inputs, vocab_size=vocab)
+        buffer = 9 if fixed else None
+        results.append(search.beam_search(step_fn, cache, 3, 4, 0.6, 8, 1, 0, 3, buffer))
+    growing, fixed = results
+    assert (growing.ids.numpy() == 1).any()
+    np.testing.assert_array_equal(fixed.ids.numpy()[..., :8], growing.ids.numpy())
+    np.testing.assert_array_equal(fixed.ids.numpy()[..., 8:], 0)  # the unused position
+    np.testing.assert_allclose(fixed.scores.numpy(), growing.scores.numpy(), atol=1e-5)
+
+    def translate(x, fixed_shapes):
+        return transformer_step.translate_ids(
+            model, x, beam_size=4, extra_length=5, nbest=2, fixed_shapes=fixed_shapes
+        )
+
+    def greedy(x, fixed_shapes):
+        return transformer_step.sample_ids(model, x, extra_length=5, fixed_shapes=fixed_shapes)
+
+    for decode in (translate, greedy):
+        slow = decode(inputs, False)
+        fast = tf.function(partial(decode, fixed_shapes=True), jit_compile=True)(inputs)
+        assert fast.ids.shape[-1] == inputs.shape[1] + 5  # the state's width
+        width = slow.ids.shape[-1]
+        np.testing.assert_array_equal(fast.ids.numpy()[..., :width], slow.ids.numpy())
+        np.testing.assert_array_equal(fast.ids.numpy()[..., width:], 0)
+        np.testing.assert_allclose(fast.scores.numpy(), slow.scores.numpy(), atol=1e-5)
+        np.testing.assert_allclose(fast.log_probs.numpy(), slow.log_probs.numpy(), atol=1e-5)
+
+
+def test_buffer_shorter_than_a_max_length_is_rejected():
+    step_fn, cache, _ = scripted_step_fn(np.zeros([2, 4, 7, 7], np.float32))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="buffer_length"):
+        search.beam_search(step_fn, cache, 2, 2, 0.6, [3, 4], buffer_length=3)
+
+
 def _table(batch, steps, vocab, rng, eos_logit=None):
     """Random scripted logits [batch, steps, prev, vocab]; optionally a fixed EOS logit."""
     table = rng.normal(size=(batch, steps, vocab, vocab)).astype(np.float32)

@@ -67,6 +67,27 @@ def test_incremental_cache_equals_full_self_attention():
     assert np.abs(np.concatenate(steps, 1) - full.numpy()).max() < 1e-5
 
 
+def test_fixed_length_cache_equals_full_self_attention():
+    """The fixed-length cache (XLA's shapes) is written in place and attends to the positions
+    written so far only: zeros in the rest of the buffer must not leak into the softmax."""
+    rng = np.random.default_rng(4)
+    layer = MultiHeadAttention(d_model=8, num_heads=2, key_dim=4, value_dim=6)
+    layer.build((None, None, 8))
+    x = rng.normal(size=(2, 5, 8)).astype(np.float32)
+    full = layer(x, attention_mask=attention_mask(5, tf.ones([2, 5], tf.bool), causal=True))
+    cache = layer.empty_cache(2, max_length=7, fixed=True)
+    steps = []
+    for i in range(5):
+        out, cache = layer(x[:, i : i + 1], cache=cache, decode_index=tf.constant(i))
+        assert cache["key_buffer"].shape == (2, 2, 7, 4)
+        assert cache["value_buffer"].shape == (2, 2, 7, 6)
+        steps.append(out.numpy())
+    assert np.abs(np.concatenate(steps, 1) - full.numpy()).max() < 1e-5
+    # Positions 5 and 6 were never written.
+    np.testing.assert_array_equal(cache["key_buffer"].numpy()[:, :, 5:], 0.0)
+    assert np.abs(cache["key_buffer"].numpy()[:, :, :5]).min() > 0.0
+
+
 def test_grouped_queries_over_shared_memory_equal_tiled_memory():
     """Decoding keeps one copy of the encoder's keys/values per sentence for all its beams: b * g
     query rows over b memories must equal ordinary attention over the memory tiled g times."""

@@ -22,7 +22,10 @@ class MultiHeadAttention(keras.layers.Layer):
         [batch, 1, d_model], position `i`; the cache holds the keys and values [batch, heads, i,
         d] of the positions before it (`empty_cache` for i = 0), the query attends to them and to
         itself, and the cache grown by its key and value is returned. No mask is needed: every
-        cached position precedes the query.
+        cached position precedes the query. A fixed-length cache (`empty_cache(..., fixed=True)`,
+        buffers [batch, heads, max_length, d]) is written at position `i` instead, and the query
+        attends to positions 0..i of it: the same result in shapes that never change, as XLA
+        (`jit_compile`) needs.
       * `layer(query, attention_mask=m, cache=c)`: attention over precomputed
         `project_memory_heads(memory)` of b sentences, where `query` has b * g rows (g beams per
         sentence, consecutive). `m` is [b, query, key] bool.
@@ -96,32 +99,58 @@ class MultiHeadAttention(keras.layers.Layer):
         length, d_v], so that each search step multiplies them without moving them."""
         return {name: _heads_first(value) for name, value in self.project_memory(memory).items()}
 
-    def empty_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int = 0) -> dict:
+    def empty_cache(
+        self, batch: tf.Tensor | int, max_length: tf.Tensor | int = 0, fixed: bool = False
+    ) -> dict:
         """Self-attention keys [batch, h, 0, d_k] and values [batch, h, 0, d_v]: no positions yet.
 
         The cache grows by one position per step (a concatenation), so a step copies and attends
         over the positions so far, not a `max_length` buffer. Its zero-length axis tells the
-        searches (`t2t_lite.decode.search`) which axis grows. `max_length` is not needed.
+        searches (`t2t_lite.decode.search`) which axis grows.
+
+        fixed=True: zero buffers "key_buffer" [batch, h, max_length, d_k] and "value_buffer"
+        [batch, h, max_length, d_v] instead, written one position per step. Every step then has
+        the same shapes, which XLA compiles (`jit_compile`); on the CPU without XLA the growing
+        cache is faster (docs/design.md).
         """
-        del max_length
+        if fixed:
+            return {
+                f"{name}_buffer": tf.zeros(
+                    [batch, self.num_heads, max_length, dim], self.compute_dtype
+                )
+                for name, dim in (("key", self.key_dim), ("value", self.value_dim))
+            }
         return {
             name: tf.zeros([batch, self.num_heads, 0, dim], self.compute_dtype)
             for name, dim in (("key", self.key_dim), ("value", self.value_dim))
         }
 
+    def _decode_position(self, query, cache: dict, index) -> tuple[tf.Tensor, dict]:
+        """One decoding position: query [batch, 1, d_model] at `index` over `cache`
+        (`empty_cache`) --> (output [batch, 1, d_model], the cache with the position added)."""
+        q = self._project(query, self.query_dense)  # --> [batch, 1, heads, d_k]
+        step = {name: _heads_first(t) for name, t in self.project_memory(query).items()}
+        if "key_buffer" not in cache:
+            # [batch, heads, index, d] --> [batch, heads, index + 1, d]
+            cache = {name: tf.concat([cache[name], step[name]], axis=2) for name in step}
+            return self._attend_heads(q, cache["key"], cache["value"], None), cache
+        positions = tf.range(tf.shape(cache["key_buffer"])[2])  # --> [max_length]
+        written = tf.equal(positions, index)[:, None]  # --> [max_length, 1]
+        cache = {
+            f"{name}_buffer": tf.where(written, step[name], cache[f"{name}_buffer"])
+            for name in step
+        }
+        seen = (positions <= index)[None, None, :]  # --> [1, 1, max_length]
+        output = self._attend_heads(q, cache["key_buffer"], cache["value_buffer"], seen)
+        return output, cache
+
     def call(
         self, query, memory=None, attention_mask=None, cache=None, decode_index=None, training=None
     ):
         """Returns [batch, query_length, d_model], and the new cache when decoding."""
-        q = self._project(query, self.query_dense)  # --> [batch, q, heads, d_k]
         if decode_index is not None:
-            step = self.project_memory(query)  # --> [batch, 1, heads, d]
-            cache = {
-                name: tf.concat([cache[name], _heads_first(step[name])], axis=2)
-                for name in ("key", "value")
-            }  # --> [batch, heads, decode_index + 1, d]
-            output = self._attend_heads(q, cache["key"], cache["value"], attention_mask)
-            return output, cache
+            return self._decode_position(query, cache, decode_index)
+        q = self._project(query, self.query_dense)  # --> [batch, q, heads, d_k]
         if cache is not None:
             return self._attend_heads(q, cache["key"], cache["value"], attention_mask)
         kv = self.project_memory(query if memory is None else memory)

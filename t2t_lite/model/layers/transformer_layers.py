@@ -171,13 +171,23 @@ class DecoderLayer(_TransformerLayer):
         self._build_common()
         self.built = True
 
-    def call(self, x, memory=None, self_mask=None, cross_mask=None, cache=None, training=None):
+    def call(
+        self,
+        x,
+        memory=None,
+        self_mask=None,
+        cross_mask=None,
+        cache=None,
+        decode_index=None,
+        training=None,
+    ):
         """x: [batch, target, d_model]; memory: [batch, source, d_model] encoder output.
 
-        With `cache`, x is the next position of each row and the layer returns (output, new
-        self-attention cache). The cache is {"self": the keys and values of the positions before
-        x (`empty_cache` before the first), "cross": `project_memory_heads(memory)`}; the cross
-        part may have fewer rows (one per sentence, shared by its beams) and never changes.
+        With `cache`, x is the next position of each row, at `decode_index`, and the layer
+        returns (output, new self-attention cache). The cache is {"self": the keys and values of
+        the positions before x (`empty_cache` before the first), "cross":
+        `project_memory_heads(memory)`}; the cross part may have fewer rows (one per sentence,
+        shared by its beams) and never changes.
         """
         new_cache = None
 
@@ -185,11 +195,7 @@ class DecoderLayer(_TransformerLayer):
             nonlocal new_cache
             if cache is None:
                 return self.self_attention(y, attention_mask=self_mask, training=training)
-            # x stands after the cached positions: its index is their number (axis 2).
-            position = tf.shape(cache["self"]["key"])[2]
-            out, new_cache = self.self_attention(
-                y, attention_mask=self_mask, cache=cache["self"], decode_index=position
-            )
+            out, new_cache = self.self_attention(y, cache=cache["self"], decode_index=decode_index)
             return out
 
         def cross_attend(y):
@@ -289,7 +295,16 @@ class Decoder(_Stack):
 
     layer_class = DecoderLayer
 
-    def call(self, x, memory=None, self_mask=None, cross_mask=None, cache=None, training=None):
+    def call(
+        self,
+        x,
+        memory=None,
+        self_mask=None,
+        cross_mask=None,
+        cache=None,
+        decode_index=None,
+        training=None,
+    ):
         """`DecoderLayer.call`'s arguments, with `cache` a list of one layer cache per layer; with
         it, returns (output, the new caches)."""
         if cache is None:
@@ -298,7 +313,15 @@ class Decoder(_Stack):
             return self._finish(x)
         new_cache = []
         for layer, layer_cache in zip(self.blocks, cache, strict=True):
-            x, layer_cache = layer(x, None, self_mask, cross_mask, layer_cache, training=training)
+            x, layer_cache = layer(
+                x,
+                None,
+                self_mask,
+                cross_mask,
+                layer_cache,
+                decode_index=decode_index,
+                training=training,
+            )
             new_cache.append(layer_cache)
         return self._finish(x), new_cache
 
@@ -315,9 +338,12 @@ class Decoder(_Stack):
             cross_maps.append(cross_weights)
         return self._finish(x), self_maps, cross_maps
 
-    def init_cache(self, batch: tf.Tensor | int, max_length: tf.Tensor | int) -> list[dict]:
-        """Per layer: empty self-attention keys/values [batch, heads, 0, d] (they grow)."""
-        return [layer.self_attention.empty_cache(batch, max_length) for layer in self.blocks]
+    def init_cache(
+        self, batch: tf.Tensor | int, max_length: tf.Tensor | int, fixed: bool = False
+    ) -> list[dict]:
+        """Per layer: empty self-attention keys/values [batch, heads, 0, d] (they grow), or
+        with `fixed` zero buffers [batch, heads, max_length, d] (`empty_cache`)."""
+        return [layer.self_attention.empty_cache(batch, max_length, fixed) for layer in self.blocks]
 
     def project_memory(self, memory: tf.Tensor) -> list[dict]:
         """Per layer: the encoder-decoder keys/values [batch, heads, source, d] of memory
