@@ -1,6 +1,7 @@
-"""bench/gpu/export_step.py: the manifest it writes remakes the exported training step's state,
-so that the GPU side (bench/gpu/run_step.py, which has no TensorFlow) starts from the values that
-TensorFlow's reference losses were computed from."""
+"""bench/gpu/export_step.py and export_decode.py: the manifests they write remake the exported
+training step's state and the search's weights, so that the GPU side (bench/gpu/run_step.py and
+run_decode.py, which have no TensorFlow) starts from the values that TensorFlow's reference losses,
+ids and scores were computed from."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import tensorflow as tf
 
 GPU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "gpu")
 sys.path.insert(0, GPU)
+import export_decode  # noqa: E402
 import export_step  # noqa: E402
 import values  # noqa: E402
 
 from t2t_lite.hparams import get_hparams  # noqa: E402
+from t2t_lite.model.transformer import Transformer  # noqa: E402
 from t2t_lite.runtime import distribute  # noqa: E402
 from t2t_lite.train.step import Trainer  # noqa: E402
 
@@ -70,3 +73,35 @@ def test_the_manifest_remakes_the_state_that_gives_tensorflows_reference_losses(
             argument.assign(value)
     losses = [float(step(*batch)[0]) for _ in range(3)]
     np.testing.assert_allclose(losses, reference, rtol=1e-6)
+
+
+def test_the_decode_manifest_remakes_the_weights_of_tensorflows_reference_search(tmp_path):
+    folder = str(tmp_path)
+    hparams = get_hparams("transformer_tiny", "max_positions=64")
+    manifest = export_decode.export(folder, hparams, VOCAB, (3, 8), beam_size=4, extra=5)
+    check = manifest["shapes"]["check"]
+    source_length = export_decode.CHECK_SHAPE[1]
+    assert check["width"] == source_length + 5 and manifest["shapes"]["time"]["batch"] == [3, 8]
+    ids = np.array(check["tensorflow_ids"])  # the best hypotheses, [batch, width]
+    assert ids.shape == (export_decode.CHECK_SHAPE[0], source_length + 5) and ids.max() < VOCAB
+    records = manifest["arguments"]
+    assert {r["kind"] for r in records} == {"variable", "constant"}  # weights, the sinusoids
+
+    # A model of another seed, given the manifest's values, finds the same hypotheses.
+    tf.keras.utils.set_random_seed(7)
+    model = Transformer(hparams, VOCAB)
+    model.build()
+    decode = export_decode.make_decode(model, 4, 5)
+    source = values.batch(*export_decode.CHECK_SHAPE, VOCAB)[0]
+    arguments = export_decode.captured_arguments(decode, source, model)
+    assert len(arguments) == len(records)
+    untouched = decode(source)[1].numpy()[:, 0]  # its own weights: other scores
+    assert np.abs(untouched - check["tensorflow_scores"]).max() > 1e-3
+    for argument, value in zip(arguments, values.initial_values(folder, records), strict=True):
+        if isinstance(argument, tf.Tensor):
+            np.testing.assert_array_equal(argument.numpy(), value)
+        else:
+            argument.assign(value)
+    found_ids, scores = decode(source)
+    np.testing.assert_array_equal(found_ids.numpy()[:, 0], ids)
+    np.testing.assert_allclose(scores.numpy()[:, 0], check["tensorflow_scores"], rtol=1e-6)

@@ -43,19 +43,24 @@ def stablehlo_text(hlo_proto: bytes) -> str:
     return text
 
 
+def compile_hlo(path: str, device):
+    """The HLO module at `path` (TensorFlow's hlo_serialized) compiled for `device`: returns
+    (the loaded executable, compile seconds)."""
+    with open(path, "rb") as f:
+        module = stablehlo_text(f.read())
+    backend = xla_bridge.get_backend()
+    start = time.perf_counter()
+    devices = xla_client.DeviceList((device,)) if hasattr(xla_client, "DeviceList") else [device]
+    executable = backend.compile_and_load(module, devices, xla_client.CompileOptions())
+    return executable, time.perf_counter() - start
+
+
 class Step:
     """The compiled step: call with the batch; the variables stay on the device between calls."""
 
     def __init__(self, folder: str, name: str, manifest: dict, values: list, device):
-        with open(os.path.join(folder, f"{name}.pb"), "rb") as f:
-            module = stablehlo_text(f.read())
-        backend = xla_bridge.get_backend()
-        start = time.perf_counter()
-        devices = (
-            xla_client.DeviceList((device,)) if hasattr(xla_client, "DeviceList") else [device]
-        )
-        self.executable = backend.compile_and_load(module, devices, xla_client.CompileOptions())
-        self.compile_seconds = time.perf_counter() - start
+        path = os.path.join(folder, f"{name}.pb")
+        self.executable, self.compile_seconds = compile_hlo(path, device)
         self.updated = [i for i, r in enumerate(manifest["arguments"]) if r["kind"] == "variable"]
         self.arguments = [jax.device_put(v, device) for v in values]
         batch = np.load(os.path.join(folder, f"{name}_batch.npz"))
