@@ -3,6 +3,7 @@
     python bench/decode_bench.py                       # transformer_small, lengths 16 32 64
     python bench/decode_bench.py --hparams_set=transformer_base --lengths=16,32 --batch_size=4
     python bench/decode_bench.py --quantize=int8 --lengths=32 --repeats=5   # int8 beside float
+    python bench/decode_bench.py --xla --lengths=32 --repeats=5     # the XLA search beside it
 
 A random-weight model decodes `batch_size` sentences of `source_length` tokens with beam 4; EOS is
 made impossible, so every hypothesis runs to exactly the output length and both paths do the
@@ -11,7 +12,8 @@ same work. "cached" keeps earlier keys and values (`Transformer.decode_step`); "
 projects every prefix position onto the vocabulary). Each timing is the best of `repeats` runs of
 one `tf.function`, after one untimed run that traces it. `--quantize=int8` adds the cached search
 of the same model with int8 weights (`t2t_lite.decode.quantize`) and its ratio to float32's, the
-median over the repeats of each repeat's pair (timed back to back).
+median over the repeats of each repeat's pair (timed back to back). `--xla` adds, the same way,
+the search that XLA compiles (`fixed_shapes`: a fixed-length cache, one `jit_compile` function).
 """
 
 from __future__ import annotations
@@ -39,22 +41,29 @@ flags.DEFINE_integer("source_length", 24, "Source tokens per sentence (EOS inclu
 flags.DEFINE_list("lengths", ["16", "32", "64"], "Output lengths.")
 flags.DEFINE_integer("repeats", 3, "Timed runs per setting; the best is reported.")
 flags.DEFINE_enum("quantize", "none", ["none", "int8"], "int8: also the int8 model's search.")
+flags.DEFINE_bool("xla", False, "Also the fixed-shape search under jit_compile.")
 
 
-def make_search(model: Transformer, use_cache: bool, length: int):
-    """A traced search: source ids [batch, source] --> SearchResult, outputs exactly `length`."""
+def make_search(model: Transformer, use_cache: bool, length: int, xla: bool = False):
+    """A traced search: source ids [batch, source] --> SearchResult, outputs exactly `length`.
+    xla: the fixed-shape search in one `jit_compile` function."""
     no_eos = -1e9 * tf.one_hot(EOS_ID, model.vocab_size)
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], jit_compile=xla)
     def decode_batch(inputs):
-        step_fn, cache = transformer_step.model_step_fn(model, inputs, length, use_cache=use_cache)
+        step_fn, cache = transformer_step.model_step_fn(
+            model, inputs, length, use_cache=use_cache, fixed_shapes=xla
+        )
 
         def step(ids, index, state):
             logits, state = step_fn(ids, index, state)
             return logits + no_eos, state
 
         batch = tf.shape(inputs)[0]
-        return search.beam_search(step, cache, batch, FLAGS.beam_size, 0.6, length)
+        buffer = length if xla else None
+        return search.beam_search(
+            step, cache, batch, FLAGS.beam_size, 0.6, length, buffer_length=buffer
+        )
 
     return decode_batch
 
@@ -100,16 +109,18 @@ def main(argv: list[str]) -> None:
         f"source {FLAGS.source_length} tokens; TF {tf.__version__}, "
         f"{os.cpu_count()} CPU cores"
     )
-    int8 = int8_copy(model) if FLAGS.quantize == "int8" else None
-    extra = " int8 cached tok/s | int8 / float32 |" if int8 else ""
+    # Searches beside the cached one: (column name, model, use_cache, xla).
+    others = [("int8 cached", int8_copy(model), True, False)] if FLAGS.quantize == "int8" else []
+    others += [("XLA fixed-shape", model, True, True)] if FLAGS.xla else []
+    extra = "".join(f" {name} tok/s | {name} / cached |" for name, *_ in others)
     print(
         "| output length | cached sent/s | cached tok/s | recomputed sent/s | recomputed tok/s "
         "| speed-up |" + extra
     )
-    print("|---|---|---|---|---|---|" + ("---|---|" if int8 else ""))
+    print("|---|---|---|---|---|---|" + "---|---|" * len(others))
     for length in map(int, FLAGS.lengths):
         searches = [make_search(model, use_cache, length) for use_cache in (True, False)]
-        searches += [make_search(int8, True, length)] if int8 else []
+        searches += [make_search(m, cached, length, xla) for _, m, cached, xla in others]
         seconds = timed_seconds(searches, inputs, length)
         fast, slow = min(seconds[0]), min(seconds[1])
         n = FLAGS.batch_size
@@ -117,9 +128,9 @@ def main(argv: list[str]) -> None:
             f"| {length} | {n / fast:.1f} | {n * length / fast:.0f} | {n / slow:.1f} "
             f"| {n * length / slow:.0f} | {slow / fast:.2f}x |"
         )
-        if int8:  # tokens/s ratio int8 / float32 of each repeat's back-to-back pair
-            ratio = np.median([f / q for f, q in zip(seconds[0], seconds[2], strict=True)])
-            row += f" {n * length / min(seconds[2]):.0f} | {ratio:.2f}x |"
+        for other in seconds[2:]:  # tokens/s ratio to cached of each back-to-back pair
+            ratio = np.median([f / q for f, q in zip(seconds[0], other, strict=True)])
+            row += f" {n * length / min(other):.0f} | {ratio:.2f}x |"
         print(row, flush=True)
 
 
