@@ -22,7 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from export_step import describe_arguments  # noqa: E402
+from export_step import describe_arguments, resolve_captures  # noqa: E402
 from values import batch  # noqa: E402
 
 from t2t_lite.decode.transformer_step import translate_ids  # noqa: E402
@@ -47,9 +47,7 @@ def make_decode(model: Transformer, beam_size: int, extra_length: int):
 def captured_arguments(decode, inputs, model: Transformer) -> list:
     """The HLO parameters after the source ids, in order: the variable each captured resource
     is, or the captured tensor itself (see bench/gpu/export_step.py)."""
-    by_handle = {id(v.handle): v for v in model.variables}
-    captured = decode.get_concrete_function(inputs).captured_inputs
-    return [by_handle[id(t)] if t.dtype == tf.resource else t for t in captured]
+    return resolve_captures(decode.get_concrete_function(inputs), model.variables)
 
 
 def export(folder: str, hparams, vocab: int, time_shape, beam_size: int, extra: int) -> dict:

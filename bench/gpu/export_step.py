@@ -49,9 +49,14 @@ def captured_arguments(step, source, target, trainer: Trainer) -> list:
     inputs, then the captured tensors in capture order, and returns the updated resources after
     the outputs in the same order.)"""
     variables = trainer.model.variables + trainer.optimizer.variables + [trainer.step]
+    return resolve_captures(step.get_concrete_function(source, target), variables)
+
+
+def resolve_captures(concrete, variables: list) -> list:
+    """The captured inputs of the traced function `concrete`, each resource as the variable of
+    `variables` it is a handle of, each captured tensor as itself."""
     by_handle = {id(v.handle): v for v in variables}
-    captured = step.get_concrete_function(source, target).captured_inputs
-    return [by_handle[id(t)] if t.dtype == tf.resource else t for t in captured]
+    return [by_handle[id(t)] if t.dtype == tf.resource else t for t in concrete.captured_inputs]
 
 
 def describe_arguments(arguments: list, folder: str) -> list[dict]:
