@@ -10,6 +10,7 @@ from typing import Any
 NORM_POSITIONS = ("post", "pre")
 POSITION_ENCODINGS = ("sinusoid", "sinusoid_concat", "learned")
 LEARNING_RATE_SCHEDULES = ("rsqrt_warmup", "constant", "linear_budget")
+BUDGET_DECAY_SHAPES = ("linear", "sqrt")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16", "auto")
 
 
@@ -58,6 +59,9 @@ class HParams:
     # The share of linear_budget's steps after the warmup over which it decays to zero; the
     # rate holds at its peak before it. 1: the decay starts where the warmup ends.
     budget_decay_fraction: float = 1.0
+    # How that decay falls: "linear", or "sqrt", the peak times 1 - sqrt(share of the decay
+    # done), which drops faster at first and spends longer at low rates (Hägele et al., 2024).
+    budget_decay_shape: str = "linear"
     # > 0: Adam also keeps an exponential moving average of the weights with this momentum,
     # one candidate of the end-of-run choice (t2t_lite.train.final_choice).
     ema_momentum: float = 0.0
@@ -84,6 +88,7 @@ class HParams:
             "learning_rate_schedule", self.learning_rate_schedule, LEARNING_RATE_SCHEDULES
         )
         _check_choice("precision", self.precision, PRECISIONS)
+        _check_choice("budget_decay_shape", self.budget_decay_shape, BUDGET_DECAY_SHAPES)
         for name in (
             "num_encoder_layers",
             "num_decoder_layers",

@@ -60,6 +60,11 @@ RECIPES = {
     # stock one holds the peak until the last fifth of the steps (budget_decay_fraction=0.2;
     # at commit f959240 that was the recipe budget_wsd20).
     "budget_linear": "budget_decay_fraction=1.0",
+    # Variants of the held peak (2026-11-26): the 1 - sqrt decay of Hägele et al. (2024), a
+    # longer decay, and the paper's full rate factor, which the held peak may bear.
+    "budget_sqrt": "budget_decay_shape=sqrt",
+    "budget_wsd40": "budget_decay_fraction=0.4",
+    "budget_lr10": "learning_rate=1.0",
 }
 
 

@@ -10,6 +10,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 GPU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "gpu")
@@ -75,10 +76,14 @@ def test_the_manifest_remakes_the_state_that_gives_tensorflows_reference_losses(
     np.testing.assert_allclose(losses, reference, rtol=1e-6)
 
 
-def test_the_decode_manifest_remakes_the_weights_of_tensorflows_reference_search(tmp_path):
+@pytest.mark.parametrize("beam_size", [4, 1])  # beam search, greedy search
+def test_the_decode_manifest_remakes_the_weights_of_tensorflows_reference_search(
+    tmp_path, beam_size
+):
     folder = str(tmp_path)
     hparams = get_hparams("transformer_tiny", "max_positions=64")
-    manifest = export_decode.export(folder, hparams, VOCAB, (3, 8), beam_size=4, extra=5)
+    manifest = export_decode.export(folder, hparams, VOCAB, (3, 8), beam_size=beam_size, extra=5)
+    assert manifest["beam_size"] == beam_size
     check = manifest["shapes"]["check"]
     source_length = export_decode.CHECK_SHAPE[1]
     assert check["width"] == source_length + 5 and manifest["shapes"]["time"]["batch"] == [3, 8]
@@ -91,7 +96,7 @@ def test_the_decode_manifest_remakes_the_weights_of_tensorflows_reference_search
     tf.keras.utils.set_random_seed(7)
     model = Transformer(hparams, VOCAB)
     model.build()
-    decode = export_decode.make_decode(model, 4, 5)
+    decode = export_decode.make_decode(model, beam_size, 5)
     source = values.batch(*export_decode.CHECK_SHAPE, VOCAB)[0]
     arguments = export_decode.captured_arguments(decode, source, model)
     assert len(arguments) == len(records)

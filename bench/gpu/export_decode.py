@@ -3,7 +3,8 @@
     .venv/bin/python bench/gpu/export_decode.py --out=/tmp/decode_bf16 --precision=mixed_bfloat16
 
 The search is `translate_ids(..., fixed_shapes=True)` (beam 4, alpha 0.6: encoder, the
-fixed-length decoding cache, the whole `tf.while_loop` of the search) in one
+fixed-length decoding cache, the whole `tf.while_loop` of the search; with --beam_size=1 greedy
+search, `sample_ids(..., fixed_shapes=True)`) in one
 `tf.function(jit_compile=True)`, what XLA compiles where TensorFlow runs it. TensorFlow lowers it
 to HLO here; bench/gpu/run_decode.py compiles that HLO for the GPU with jaxlib's XLA and runs
 it. Two source shapes are written, as for the training step (bench/gpu/export_step.py): `check`
@@ -25,7 +26,7 @@ import tensorflow as tf  # noqa: E402
 from export_step import describe_arguments, resolve_captures  # noqa: E402
 from values import batch  # noqa: E402
 
-from t2t_lite.decode.transformer_step import translate_ids  # noqa: E402
+from t2t_lite.decode.transformer_step import sample_ids, translate_ids  # noqa: E402
 from t2t_lite.hparams import get_hparams  # noqa: E402
 from t2t_lite.model import flops  # noqa: E402
 from t2t_lite.model.transformer import Transformer  # noqa: E402
@@ -34,11 +35,16 @@ CHECK_SHAPE = (4, 12)
 
 
 def make_decode(model: Transformer, beam_size: int, extra_length: int):
+    """Beam search, or greedy search (`sample_ids` at temperature 0) when beam_size is 1."""
+
     @tf.function(jit_compile=True)
     def decode(inputs):  # [batch, source] int32 --> ids [batch, 1, width], scores [batch, 1]
-        result = translate_ids(
-            model, inputs, beam_size=beam_size, extra_length=extra_length, fixed_shapes=True
-        )
+        if beam_size == 1:
+            result = sample_ids(model, inputs, extra_length=extra_length, fixed_shapes=True)
+        else:
+            result = translate_ids(
+                model, inputs, beam_size=beam_size, extra_length=extra_length, fixed_shapes=True
+            )
         return result.ids, result.scores
 
     return decode
@@ -93,12 +99,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="folder for the HLO, manifest and constants")
     parser.add_argument("--hparams_set", default="transformer_base")
-    parser.add_argument("--precision", default="float32", choices=("float32", "mixed_bfloat16"))
+    parser.add_argument(
+        "--precision", default="float32", choices=("float32", "mixed_bfloat16", "mixed_float16")
+    )
     parser.add_argument("--vocab", type=int, default=37000, help="the paper's shared BPE size")
     parser.add_argument("--sentences", type=int, default=256, help="timed batch, sentences")
     parser.add_argument("--length", type=int, default=32, help="source tokens, EOS last")
     parser.add_argument("--extra_length", type=int, default=32, help="output <= source + this")
-    parser.add_argument("--beam_size", type=int, default=4)
+    parser.add_argument("--beam_size", type=int, default=4, help="1: greedy search")
     args = parser.parse_args()
     hparams = get_hparams(args.hparams_set, f"precision={args.precision}")
     shape = (args.sentences, args.length)

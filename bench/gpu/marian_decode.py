@@ -1,5 +1,5 @@
-"""Beam-search peer on a GPU: Hugging Face transformers' `MarianMTModel.generate` (beam 4) at
-the sizes of bench/gpu/base_config.py, with random weights, on the batch that
+"""Decoding peer on a GPU: Hugging Face transformers' `MarianMTModel.generate` (beam 4, or
+greedy) at the sizes of bench/gpu/base_config.py, with random weights, on the batch that
 bench/gpu/export_decode.py exports for t2t_lite.
 
     python3 bench/gpu/marian_decode.py --precision=bfloat16 --steps=64
@@ -26,11 +26,13 @@ import values
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--precision", default="float32", choices=("float32", "bfloat16"))
+    parser.add_argument(
+        "--precision", default="float32", choices=("float32", "bfloat16", "float16")
+    )
     parser.add_argument("--sentences", type=int, default=256)
     parser.add_argument("--length", type=int, default=32, help="source tokens, EOS last")
     parser.add_argument("--steps", type=int, default=64, help="new tokens per sentence")
-    parser.add_argument("--beam_size", type=int, default=4)
+    parser.add_argument("--beam_size", type=int, default=4, help="1: greedy search")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     args = parser.parse_args()
@@ -51,7 +53,7 @@ def main() -> None:
         decoder_start_token_id=0,
         scale_embedding=True,
     )
-    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.precision]
+    dtype = getattr(torch, args.precision)
     model = transformers.MarianMTModel(config).to("cuda", dtype).eval()
     source = torch.from_numpy(values.batch(args.sentences, args.length, C.VOCAB)[0]).long().cuda()
 

@@ -57,7 +57,8 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
     for step >= 1. With `decay_fraction` (`decay` above) 1 the decay starts where the warmup
     ends; with less, the rate holds at its peak until that share of the steps after the warmup
-    is left ("warmup-stable-decay", Hägele et al., 2024).
+    is left ("warmup-stable-decay", Hägele et al., 2024). With `decay_shape` "sqrt" the decay
+    is that paper's 1 - sqrt: the factor 1 - sqrt(1 - d) where the linear one is d.
 
     The horizon is not known when training starts: t2t_lite.train.budget estimates it from the
     time left and calls `set_horizon` as it goes (until then it is `total_steps`). The warmup
@@ -72,12 +73,14 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
         multiplier: float = 1.0,
         total_steps: int = 100000,
         decay_fraction: float = 1.0,
+        decay_shape: str = "linear",
     ):
         self.d_model = d_model
         self.warmup_steps = warmup_steps
         self.multiplier = multiplier
         self.total_steps = total_steps
         self.decay_fraction = decay_fraction
+        self.decay_shape = decay_shape
         self.peak = multiplier * d_model**-0.5 * warmup_steps**-0.5
         self.horizon = tf.Variable(float(total_steps), trainable=False, name="budget_horizon")
         self.warmup = tf.Variable(float(warmup_steps), trainable=False, name="budget_warmup")
@@ -93,7 +96,9 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
         horizon, warmup = self.horizon.read_value(), self.warmup.read_value()
         up = step / warmup
         decay = tf.maximum(self.decay_fraction * (horizon + 1.0 - warmup), 1.0)
-        down = (horizon + 1.0 - step) / decay
+        down = tf.clip_by_value((horizon + 1.0 - step) / decay, 0.0, 1.0)
+        if self.decay_shape == "sqrt":
+            down = 1.0 - tf.sqrt(1.0 - down)
         return self.peak * tf.clip_by_value(tf.minimum(up, down), 0.0, 1.0)
 
     def get_config(self):
@@ -103,6 +108,7 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
             "multiplier": self.multiplier,
             "total_steps": self.total_steps,
             "decay_fraction": self.decay_fraction,
+            "decay_shape": self.decay_shape,
         }
 
 
@@ -117,6 +123,7 @@ def create_schedule(hparams: HParams):
             hparams.learning_rate,
             hparams.train_steps,
             hparams.budget_decay_fraction,
+            hparams.budget_decay_shape,
         )
     return RsqrtWarmupSchedule(hparams.d_model, hparams.warmup_steps, hparams.learning_rate)
 

@@ -51,6 +51,25 @@ def test_linear_budget_schedule_follows_its_formula_and_horizon():
     assert restored.peak == schedule.peak
 
 
+def test_linear_budget_schedule_sqrt_decay():
+    # The 1 - sqrt decay over the same last 200 of 1,000 steps: at the linear factor d the rate
+    # is 1 - sqrt(1 - d) of the peak; the warmup and the held peak are unchanged.
+    schedule = LinearBudgetSchedule(64, 100, 1.0, 1099, decay_fraction=0.2, decay_shape="sqrt")
+    peak = 64**-0.5 * 100**-0.5
+    iterations = np.array([49, 99, 500, 899, 900, 999, 1049, 1097, 1098, 1099])
+    got = np.array([float(schedule(i)) for i in iterations]) / peak
+    linear = [0.5, 1, 1, 1, 0.995, 0.5, 0.25, 0.01, 0.005, 0]
+    expected = [0.5, 1, 1, 1, 1 - 0.005**0.5, 1 - 0.5**0.5, 1 - 0.75**0.5, 1 - 0.99**0.5]
+    expected += [1 - 0.995**0.5, 0]
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-7)
+    assert np.all(got <= np.array(linear) + 1e-6)  # never above the linear decay
+    restored = LinearBudgetSchedule.from_config(schedule.get_config())
+    assert float(restored(1049)) == pytest.approx(float(schedule(1049)))
+    assert get_hparams("transformer_small", "budget_decay_shape=sqrt").budget_decay_shape == "sqrt"
+    with pytest.raises(ValueError, match="budget_decay_shape"):
+        get_hparams("transformer_small", "budget_decay_shape=cosine")
+
+
 def test_linear_budget_schedule_holds_its_peak_before_a_shorter_decay():
     # decay_fraction 0.2: the peak from the end of warmup until a fifth of the steps after the
     # warmup is left, then linear to zero (warmup-stable-decay).
