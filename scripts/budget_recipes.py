@@ -60,11 +60,12 @@ RECIPES = {
     # stock one holds the peak until the last fifth of the steps (budget_decay_fraction=0.2;
     # at commit f959240 that was the recipe budget_wsd20).
     "budget_linear": "budget_decay_fraction=1.0",
-    # Variants of the held peak (2026-11-26): the 1 - sqrt decay of Hägele et al. (2024), a
-    # longer decay, and the paper's full rate factor, which the held peak may bear.
+    # Variants of the held peak (2026-11-26): the 1 - sqrt decay of Hägele et al. (2024), and a
+    # longer decay (budget_lr05 above: a lower peak, held).
     "budget_sqrt": "budget_decay_shape=sqrt",
     "budget_wsd40": "budget_decay_fraction=0.4",
-    "budget_lr10": "learning_rate=1.0",
+    # Stop-the-clock at the rate factor transformer_small had before 2026-11-26.
+    "clock_lr07": "learning_rate_schedule=rsqrt_warmup,learning_rate=0.7",
 }
 
 
