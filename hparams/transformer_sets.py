@@ -62,7 +62,8 @@ transformer_tiny = _cpu_sized(num_layers=2, d_model=64, max_positions=256).repla
 # natively; half the paper's rate with half its warmup (a peak of 9.9e-4): 0.7 beat 1.0 by +1.8
 # (en-de) and +1.6 (en-fr) BLEU over two seeds at 2,000 updates with the decay from the end of
 # the warmup (docs/training.md, "Seeds at 2,000 updates"), and with the peak held, 0.5 beat 0.7
-# by +1.3 and +0.5 over two seeds at 1,500 updates ("A lower held peak"). The paper's dropout
+# by +1.3 and +0.5 over two seeds at 1,500 updates ("A lower held peak"), but lost 1.8 at 4,400
+# (en-de, one seed): for runs of more than about 10 minutes 0.7 is better. The paper's dropout
 # only for runs of at least 8 passes over their training targets (late dropout,
 # t2t_lite.train.late_dropout): it lost 3.2 and 2.6 BLEU at 2.8 passes and 2.5 at 5.6, gained 1.5
 # at 9.4 (en-de) and 6.5 F1 at about 20 on GUM (docs/training.md, "Dropout from the passes over
