@@ -62,6 +62,12 @@ class HParams:
     # How that decay falls: "linear", or "sqrt", the peak times 1 - sqrt(share of the decay
     # done), which drops faster at first and spends longer at low rates (Hägele et al., 2024).
     budget_decay_shape: str = "linear"
+    # > 0: a linear_budget run's rate factor follows its expected step count, decided once
+    # (t2t_lite.train.budget): `learning_rate` up to budget_short_steps, this factor from
+    # budget_long_steps on, and in between linear in log(steps). 0: `learning_rate` always.
+    budget_long_learning_rate: float = 0.0
+    budget_short_steps: int = 1500
+    budget_long_steps: int = 4400
     # > 0: Adam also keeps an exponential moving average of the weights with this momentum,
     # one candidate of the end-of-run choice (t2t_lite.train.final_choice).
     ema_momentum: float = 0.0
@@ -114,6 +120,16 @@ class HParams:
         if not 0.0 < self.budget_decay_fraction <= 1.0:
             raise ValueError(
                 f"hparam budget_decay_fraction must be in (0, 1], got {self.budget_decay_fraction}"
+            )
+        if self.budget_long_learning_rate < 0:
+            raise ValueError(
+                "hparam budget_long_learning_rate must be >= 0, got "
+                f"{self.budget_long_learning_rate}"
+            )
+        if not 0 < self.budget_short_steps < self.budget_long_steps:
+            raise ValueError(
+                "hparams budget_short_steps and budget_long_steps must satisfy 0 < short < long, "
+                f"got {self.budget_short_steps} and {self.budget_long_steps}"
             )
         if self.dropout_passes < 0:
             raise ValueError(f"hparam dropout_passes must be >= 0, got {self.dropout_passes}")

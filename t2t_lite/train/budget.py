@@ -10,6 +10,13 @@ minute once start-up is over, and after every step the schedule's horizon become
 time left. A machine that slows down or speeds up moves the horizon; the rate still reaches
 zero when the time runs out.
 
+How high the peak should be depends on the budget too: at 1,500 updates transformer_small did
+best at the rate factor 0.5, at 4,400 at 0.7 (docs/training.md, "The peak from the expected
+steps"). With hparams `budget_long_learning_rate` > 0 the run chooses its factor from the step
+count it expects, once (`rate_factor`): for a budget of steps at the start, on a clock once the
+rate is measured over a full minute, as late dropout decides. Until then the peak is
+`learning_rate`'s. The choice is kept in each checkpoint, so a resumed run keeps it.
+
 The budget is the run's, not the process's: the minutes spent are stored in each checkpoint, so
 a resumed run continues with what is left, and a run whose budget is spent trains no more. A
 different `--train_minutes` on a resume is refused (hparams.budget_minutes is part of
@@ -19,10 +26,12 @@ hparams.json); to train longer, start a new run from this one with `--init_from`
 from __future__ import annotations
 
 import collections
+import math
 import os
 import time
 
 import tensorflow as tf
+from absl import logging
 
 from t2t_lite.hparams import HParams
 from t2t_lite.hparams.hparams_base import override_keys
@@ -36,18 +45,23 @@ RATE_WINDOW_SECONDS = 60.0
 # few thousand steps changes fast; 0.995 averages over about the last 200 steps.
 DEFAULT_EMA_MOMENTUM = 0.995
 BUDGET_FILE = "budget.json"
+RATE_FILE = "peak_rate.json"
 
 
 def budget_hparams(hparams: HParams, train_minutes: float, overrides: str = "") -> HParams:
     """The hparams of a run with `--train_minutes` and `--hparams=overrides`.
 
-    Without a time budget (a linear_budget schedule then ends at train_steps), or when
+    A `learning_rate` in `overrides` (without budget_long_learning_rate) turns off the choice of
+    the rate factor from the expected steps. Without a time budget (a linear_budget schedule then
+    ends at train_steps), or when
     `overrides` sets learning_rate_schedule to another schedule
     (or the hparams set chose one other than rsqrt_warmup), they are unchanged: the clock only
     stops training. Otherwise: linear_budget over `train_minutes`, with an EMA of the weights
     (DEFAULT_EMA_MOMENTUM) unless `overrides` sets ema_momentum.
     """
     given = override_keys(overrides)
+    if "learning_rate" in given and "budget_long_learning_rate" not in given:
+        hparams = hparams.replace(budget_long_learning_rate=0.0)  # the user's rate wins
     if not train_minutes:  # linear_budget then decays to zero at the last of train_steps
         return hparams
     chosen = hparams.learning_rate_schedule
@@ -60,14 +74,65 @@ def budget_hparams(hparams: HParams, train_minutes: float, overrides: str = "") 
     return hparams.replace(**changes)
 
 
+def rate_factor(hparams: HParams, expected_steps: int) -> float:
+    """The rate factor of a budget run expecting `expected_steps` updates: `learning_rate` up to
+    budget_short_steps, budget_long_learning_rate from budget_long_steps, linear in log(steps)
+    between them; `learning_rate` when budget_long_learning_rate is 0."""
+    short, long = hparams.learning_rate, hparams.budget_long_learning_rate
+    if not long:
+        return short
+    low, high = math.log(hparams.budget_short_steps), math.log(hparams.budget_long_steps)
+    share = (math.log(max(expected_steps, 1)) - low) / (high - low)
+    return short + (long - short) * min(1.0, max(0.0, share))
+
+
 class BudgetState(tf.Module):
-    """What a checkpoint keeps of the budget: the seconds of training spent so far, and the
-    schedule's horizon and warmup, so that a resumed run goes on with the same rate."""
+    """What a checkpoint keeps of the budget: the seconds of training spent so far, the
+    schedule's horizon, warmup and peak, so that a resumed run goes on with the same rate, and
+    the rate factor chosen from the expected steps (0 until chosen)."""
 
     def __init__(self, schedule):
         super().__init__(name="budget")
         self.seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="seconds")
         self.horizon, self.warmup = schedule.horizon, schedule.warmup
+        self.peak = schedule.peak_rate
+        self.factor = tf.Variable(0.0, trainable=False, name="rate_factor")
+
+    @property
+    def rate_decided(self) -> bool:
+        return float(self.factor.numpy()) > 0.0
+
+    def choose_rate(self, schedule, hparams: HParams, step: int, expected: int, output_dir=None):
+        """Sets `schedule`'s peak from `expected` steps, once per run (hparams with
+        budget_long_learning_rate > 0); logs the choice and writes output_dir/peak_rate.json
+        (None: not the chief)."""
+        if not hparams.budget_long_learning_rate or self.rate_decided:
+            return
+        factor = rate_factor(hparams, expected)
+        self.factor.assign(factor)
+        schedule.set_multiplier(factor)
+        logging.info(
+            "peak rate: %d steps expected, so the rate factor %.3g (%g up to %d steps, %g from "
+            "%d) from step %d: a peak of %.3g",
+            expected,
+            factor,
+            hparams.learning_rate,
+            hparams.budget_short_steps,
+            hparams.budget_long_learning_rate,
+            hparams.budget_long_steps,
+            step + 1,
+            schedule.peak,
+        )
+        if output_dir is not None:
+            atomic_io.write_json(
+                os.path.join(output_dir, RATE_FILE),
+                {
+                    "step": step,
+                    "expected_steps": expected,
+                    "learning_rate": round(factor, 4),
+                    "peak": schedule.peak,
+                },
+            )
 
 
 class BudgetClock:

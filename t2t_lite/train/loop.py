@@ -259,6 +259,13 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         loop.rate_clock = BudgetClock(config.train_minutes, 0.0, config.step_limit)
     if trainer.budget is not None and not hparams.budget_minutes:
         trainer.schedule.set_horizon(config.train_steps)  # a budget of steps, not minutes
+        trainer.budget.choose_rate(
+            trainer.schedule,
+            hparams,
+            start,
+            config.train_steps,
+            config.output_dir if chief else None,
+        )
     elif trainer.budget is not None:
         loop.clock = BudgetClock(
             hparams.budget_minutes, float(trainer.budget.seconds.numpy()), config.step_limit
@@ -363,6 +370,14 @@ class _Loop:
         expected = clock.observe(step) if clock is not None else self.config.step_limit
         if self.clock is not None and expected is not None:
             self.trainer.schedule.set_horizon(expected)
+            if self.clock.settled():
+                self.trainer.budget.choose_rate(
+                    self.trainer.schedule,
+                    self.trainer.hparams,
+                    step,
+                    expected,
+                    self.config.output_dir if self.chief else None,
+                )
             if step % self.config.log_every == 0 and self.chief:
                 logging.info("%s", self.clock.record(self.config.output_dir, step, expected))
         if self.late is not None:

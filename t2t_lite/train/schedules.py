@@ -62,8 +62,9 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
     The horizon is not known when training starts: t2t_lite.train.budget estimates it from the
     time left and calls `set_horizon` as it goes (until then it is `total_steps`). The warmup
-    is then `warmup_steps`, but at most a tenth of the horizon. Both live in variables, so the
-    compiled training step reads their current values.
+    is then `warmup_steps`, but at most a tenth of the horizon. Once the horizon is known, the
+    budget may also set the peak's rate factor from it (`set_multiplier`). All three live in
+    variables, so the compiled training step reads their current values.
     """
 
     def __init__(
@@ -81,10 +82,19 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
         self.total_steps = total_steps
         self.decay_fraction = decay_fraction
         self.decay_shape = decay_shape
-        self.peak = multiplier * d_model**-0.5 * warmup_steps**-0.5
         self.horizon = tf.Variable(float(total_steps), trainable=False, name="budget_horizon")
         self.warmup = tf.Variable(float(warmup_steps), trainable=False, name="budget_warmup")
+        self.peak_rate = tf.Variable(0.0, trainable=False, name="budget_peak")
         self.set_horizon(total_steps)
+        self.set_multiplier(multiplier)
+
+    @property
+    def peak(self) -> float:
+        return float(self.peak_rate.numpy())
+
+    def set_multiplier(self, multiplier: float) -> None:
+        """Sets the peak to RsqrtWarmupSchedule's at `warmup_steps` with this rate factor."""
+        self.peak_rate.assign(multiplier * self.d_model**-0.5 * self.warmup_steps**-0.5)
 
     def set_horizon(self, total_steps: int) -> None:
         """Sets the step at whose update the rate reaches zero."""
@@ -94,12 +104,13 @@ class LinearBudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
     def __call__(self, iteration):
         step = tf.cast(iteration, tf.float32) + 1.0
         horizon, warmup = self.horizon.read_value(), self.warmup.read_value()
+        peak = self.peak_rate.read_value()
         up = step / warmup
         decay = tf.maximum(self.decay_fraction * (horizon + 1.0 - warmup), 1.0)
         down = tf.clip_by_value((horizon + 1.0 - step) / decay, 0.0, 1.0)
         if self.decay_shape == "sqrt":
             down = 1.0 - tf.sqrt(1.0 - down)
-        return self.peak * tf.clip_by_value(tf.minimum(up, down), 0.0, 1.0)
+        return peak * tf.clip_by_value(tf.minimum(up, down), 0.0, 1.0)
 
     def get_config(self):
         return {

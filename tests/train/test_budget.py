@@ -144,6 +144,78 @@ def test_train_minutes_chooses_the_budget_schedule_unless_told_otherwise():
     )
 
 
+def test_the_rate_factor_follows_the_expected_steps():
+    small = get_hparams("transformer_small")  # 0.5 up to 1,500 steps, 0.7 from 4,400
+    assert (small.learning_rate, small.budget_long_learning_rate) == (0.5, 0.7)
+    factors = [budget.rate_factor(small, n) for n in (1, 1000, 1500, 4400, 20000)]
+    assert factors == pytest.approx([0.5, 0.5, 0.5, 0.7, 0.7], abs=1e-12)
+    # Linear in log(steps): halfway at the geometric mean of 1,500 and 4,400, a quarter of the
+    # way at the geometric mean of 1,500 and that.
+    middle = (1500 * 4400) ** 0.5
+    assert budget.rate_factor(small, round(middle)) == pytest.approx(0.6, abs=1e-4)
+    assert budget.rate_factor(small, round((1500 * middle) ** 0.5)) == pytest.approx(0.55, abs=1e-4)
+    assert budget.rate_factor(small.replace(budget_long_learning_rate=0.0), 9000) == 0.5
+    # A rate the user gives is the rate: the rule is off, unless it is named too.
+    told = budget.budget_hparams(small, 20, "learning_rate=0.6")
+    assert told.budget_long_learning_rate == 0.0 and budget.rate_factor(told, 9000) == 0.5
+    both = "learning_rate=0.6,budget_long_learning_rate=0.9"
+    assert budget.budget_hparams(small.override(both), 0, both).budget_long_learning_rate == 0.9
+    with pytest.raises(ValueError, match="budget_short_steps and budget_long_steps"):
+        small.override("budget_short_steps=5000")
+
+
+def _rule_run(out, steps, overrides):
+    overrides += ",learning_rate_schedule=linear_budget,warmup_steps=5,budget_long_learning_rate=2"
+    overrides += ",budget_short_steps=20,budget_long_steps=80"
+    hparams = get_hparams("transformer_tiny", overrides)
+    cfg = config(out, steps, save_every=10, log_every=1, eval_every=10**6)
+    training.train(FakeReverse(), cfg, hparams, "transformer_tiny")
+    return hparams
+
+
+def test_a_budget_of_steps_chooses_its_peak_from_them_and_a_resume_keeps_it(tmp_path):
+    out = str(tmp_path / "run")
+    # 40 steps: between 20 (the factor 1) and 80 (2), so 1 + log(40/20) / log(80/20) = 1.5.
+    hparams = _rule_run(out, 40, "learning_rate=1")
+    recorded = json.load(open(os.path.join(out, budget.RATE_FILE)))
+    assert recorded["learning_rate"] == 1.5 and recorded["expected_steps"] == 40
+    assert recorded["step"] == 0
+    # The same rates as the schedule of the factor 1.5 from the first step.
+    rates = _learning_rates(out)
+    steps = np.arange(1, 41)
+    expected = _numpy_rate(steps + 1.0, 1.5 * hparams.d_model**-0.5 * 5**-0.5, 4, horizon=40)
+    np.testing.assert_allclose([rates[s] for s in steps], expected, rtol=1e-5, atol=1e-9)
+    # A resume to 60 steps moves the horizon but keeps the factor chosen at the start.
+    os.remove(os.path.join(out, budget.RATE_FILE))
+    _rule_run(out, 60, "learning_rate=1")
+    assert not os.path.exists(os.path.join(out, budget.RATE_FILE))
+    reader = tf.train.load_checkpoint(os.path.join(out, "checkpoints", "ckpt-60"))
+    assert reader.get_tensor("budget/factor/.ATTRIBUTES/VARIABLE_VALUE") == 1.5
+    assert max(_learning_rates(out).values()) == pytest.approx(max(expected), rel=1e-6)
+
+
+def test_a_clock_chooses_its_peak_once_the_step_rate_is_measured(tmp_path, monkeypatch):
+    monkeypatch.setattr(budget, "RATE_WINDOW_SECONDS", 2.0)
+    out = str(tmp_path / "run")
+    overrides = "warmup_steps=40,budget_long_learning_rate=2.0,budget_short_steps=2"
+    overrides += ",budget_long_steps=3"  # any run longer than 3 steps: the factor 2
+    _, hparams = _budget_run(out, 0.25, 10**6, overrides)
+    assert hparams.learning_rate == 1.0
+    recorded = json.load(open(os.path.join(out, budget.RATE_FILE)))
+    assert recorded["learning_rate"] == 2.0 and recorded["step"] > budget.STARTUP_STEPS
+    assert recorded["peak"] == pytest.approx(2.0 * 64**-0.5 * 40**-0.5, rel=1e-6)
+    # From the step after the choice the rate is twice what it was (the horizon moves it by
+    # less than a step's decay).
+    rates = _learning_rates(out)
+    chosen = recorded["step"] + 1
+    assert max(rates) > chosen, "the budget ended at the choice"
+    assert rates[chosen] / rates[chosen - 1] == pytest.approx(2.0, rel=0.1)
+    # Until then at most the first factor's peak (1.0), after it above it.
+    first_peak = 64**-0.5 * 40**-0.5
+    assert max(rates[s] for s in rates if s < chosen) <= first_peak * (1 + 1e-6)
+    assert max(rates[s] for s in rates if s >= chosen) <= recorded["peak"] * (1 + 1e-6)
+
+
 def _learning_rates(output_dir: str) -> dict[int, float]:
     rates = {}
     for path in glob.glob(os.path.join(output_dir, "summaries", "train", "events*")):
