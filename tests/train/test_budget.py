@@ -197,23 +197,25 @@ def test_a_budget_of_steps_chooses_its_peak_from_them_and_a_resume_keeps_it(tmp_
 def test_a_clock_chooses_its_peak_once_the_step_rate_is_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(budget, "RATE_WINDOW_SECONDS", 2.0)
     out = str(tmp_path / "run")
-    overrides = "warmup_steps=40,budget_long_learning_rate=2.0,budget_short_steps=2"
-    overrides += ",budget_long_steps=3"  # any run longer than 3 steps: the factor 2
+    # A short warmup and the peak held until the last fifth: around the choice the rate is the
+    # peak itself, whatever the horizon the step rate promises at that moment.
+    overrides = "warmup_steps=5,budget_decay_fraction=0.2,budget_long_learning_rate=2.0"
+    overrides += ",budget_short_steps=2,budget_long_steps=3"  # longer than 3 steps: the factor 2
     _, hparams = _budget_run(out, 0.25, 10**6, overrides)
     assert hparams.learning_rate == 1.0
     recorded = json.load(open(os.path.join(out, budget.RATE_FILE)))
+    first_peak = 64**-0.5 * 5**-0.5
     assert recorded["learning_rate"] == 2.0 and recorded["step"] > budget.STARTUP_STEPS
-    assert recorded["peak"] == pytest.approx(2.0 * 64**-0.5 * 40**-0.5, rel=1e-6)
-    # From the step after the choice the rate is twice what it was (the horizon moves it by
-    # less than a step's decay).
+    assert recorded["peak"] == pytest.approx(2.0 * first_peak, rel=1e-6)
+    # The rate logged after step s is the next update's: the first peak up to the choice, twice
+    # it from the update after it on.
     rates = _learning_rates(out)
     chosen = recorded["step"] + 1
-    assert max(rates) > chosen, "the budget ended at the choice"
-    assert rates[chosen] / rates[chosen - 1] == pytest.approx(2.0, rel=0.1)
-    # Until then at most the first factor's peak (1.0), after it above it.
-    first_peak = 64**-0.5 * 40**-0.5
+    assert max(rates) > chosen + 1, "the budget ended at the choice"
+    assert rates[chosen - 1] == pytest.approx(first_peak, rel=1e-5)
+    assert rates[chosen] == pytest.approx(2.0 * first_peak, rel=1e-5)
     assert max(rates[s] for s in rates if s < chosen) <= first_peak * (1 + 1e-6)
-    assert max(rates[s] for s in rates if s >= chosen) <= recorded["peak"] * (1 + 1e-6)
+    assert max(rates.values()) <= 2.0 * first_peak * (1 + 1e-6)
 
 
 def _learning_rates(output_dir: str) -> dict[int, float]:
