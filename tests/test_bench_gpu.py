@@ -17,6 +17,7 @@ GPU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 sys.path.insert(0, GPU)
 import export_decode  # noqa: E402
 import export_step  # noqa: E402
+import profile_kernels  # noqa: E402
 import values  # noqa: E402
 
 from t2t_lite.hparams import get_hparams  # noqa: E402
@@ -110,3 +111,55 @@ def test_the_decode_manifest_remakes_the_weights_of_tensorflows_reference_search
     found_ids, scores = decode(source)
     np.testing.assert_array_equal(found_ids.numpy()[:, 0], ids)
     np.testing.assert_allclose(scores.numpy()[:, 0], check["tensorflow_scores"], rtol=1e-6)
+
+
+def test_kernel_profile_sums_each_kind_and_the_idle_time():
+    # bench/gpu/profile_kernels.py on a made-up Perfetto trace: two calls, GPU rows only, kinds
+    # by kernel name or else by the HLO instruction the kernel ran, idle time between kernels.
+    def kernel(name, start, duration, pid=7, **args):
+        return {"ph": "X", "pid": pid, "name": name, "ts": start, "dur": duration, "args": args}
+
+    trace = {
+        "traceEvents": [
+            {"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "/device:GPU:0"}},
+            {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/host:CPU"}},
+            kernel("nvjet_sm90_tst_128x160", 0, 10),  # cuBLAS: a matrix product
+            kernel("loop_add_fusion", 5, 10),  # overlaps it: busy 0-15
+            kernel("input_reduce_fusion_2", 20, 10),  # idle 15-20
+            kernel("kernel_x", 40, 6, hlo_op="custom-call.3"),  # idle 30-40; kind from the HLO
+            kernel("memcpy128", 46, 4),
+            kernel("ThunkExecutor::Execute", 0, 500, pid=1),  # host: not counted
+        ]
+    }
+    hlo = (
+        "ENTRY %main {\n"
+        "  %custom-call.3 = (bf16[8,8]{1,0}, s8[0]) custom-call(%a, %b), "
+        'custom_call_target="__cublas$gemm"\n'
+        "}\n"
+    )
+    kernels = profile_kernels.gpu_kernels(trace)
+    assert [k[0] for k in kernels] == [
+        "nvjet_sm90_tst_128x160",
+        "loop_add_fusion",
+        "input_reduce_fusion_2",
+        "kernel_x",
+        "memcpy128",
+    ]
+    assert profile_kernels.busy_time(kernels) == (35.0, 50.0)
+    summary = profile_kernels.summarize(
+        kernels, profile_kernels.hlo_instructions(hlo), calls=2, flops=8e6, peak=1.0
+    )
+    ms = {kind: row["ms"] for kind, row in summary["kinds"].items()}
+    assert ms == pytest.approx(
+        {"matmul": 0.008, "element-wise": 0.005, "reduction": 0.005, "copy / transpose": 0.002}
+    )
+    assert summary["idle_share"] == pytest.approx(15 / 50)
+    assert summary["kernel_ms_per_call"] == pytest.approx(0.020)
+    assert summary["span_ms_per_call"] == pytest.approx(0.025)
+    # 8 MFLOP per call over 8 us of matrix products per call: 1 TFLOP/s.
+    assert summary["matmul_tflops"] == pytest.approx(1.0)
+    assert summary["slowest"][0] == {
+        "kind": "matmul",
+        "name": "nvjet_sm90_tst_128x160",
+        "ms": 0.005,
+    }

@@ -8,7 +8,7 @@ from t2t_lite.vocabulary import PAD_ID
 
 
 def label_smoothed_cross_entropy(
-    logits: tf.Tensor, targets: tf.Tensor, label_smoothing: float
+    logits: tf.Tensor, targets: tf.Tensor, label_smoothing: float, one_hot_gradient: bool = False
 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """Sums of the smoothed and unsmoothed token losses, and the number of target tokens.
 
@@ -25,6 +25,11 @@ def label_smoothed_cross_entropy(
       logits: [batch, length, vocab] float.
       targets: [batch, length] int ids.
       label_smoothing: eps_ls, 0.1 in the paper.
+      one_hot_gradient: subtract the reference term as a one-hot comparison rather than scatter
+        it into the gradient. Under XLA (`jit_compile`) the comparison fuses with the rest of
+        the gradient and its cast to the logits' dtype into one pass over [tokens, vocab], where
+        the scatter splits that pass in two (GPU profile, bench/RESULTS.md); without XLA each
+        op is its own pass and the scatter is the cheaper.
 
     Returns:
       (smoothed loss sum, negative log-likelihood sum, token count), float32 scalars. Divide by
@@ -57,6 +62,8 @@ def label_smoothed_cross_entropy(
             on_target = (d_smoothed * (confidence - low) + d_nll) * weights
             if label_smoothing:
                 gradient -= (d_smoothed * low * weights)[:, None]
+            if one_hot_gradient:
+                return gradient - tf.one_hot(flat_targets, vocab) * on_target[:, None]
             return tf.tensor_scatter_nd_sub(gradient, where, on_target)
 
         return (tf.reduce_sum(smoothed * weights), tf.reduce_sum(nll * weights)), grad

@@ -55,13 +55,20 @@ class BatchStats(NamedTuple):
 
 
 def batch_stats(
-    logits: tf.Tensor, batch: dict[str, tf.Tensor], label_smoothing: float, accuracy: bool = True
+    logits: tf.Tensor,
+    batch: dict[str, tf.Tensor],
+    label_smoothing: float,
+    accuracy: bool = True,
+    jit_compile: bool = False,
 ) -> BatchStats:
     """The statistics of one batch from the model's logits [batch, target, vocab].
 
     `accuracy=False` leaves correct_tokens at 0 and skips the argmax, a pass over all the logits
-    that a training step does not need (3 % of a bfloat16 step, bench/NOTES.md)."""
-    smoothed, nll, tokens = label_smoothed_cross_entropy(logits, batch["targets"], label_smoothing)
+    that a training step does not need (3 % of a bfloat16 step, bench/NOTES.md). `jit_compile`:
+    the step runs under XLA, so the loss takes the gradient form that XLA fuses."""
+    smoothed, nll, tokens = label_smoothed_cross_entropy(
+        logits, batch["targets"], label_smoothing, one_hot_gradient=jit_compile
+    )
     correct = tf.zeros([])
     if accuracy:
         weights = tf.cast(tf.not_equal(batch["targets"], PAD_ID), tf.float32)
@@ -173,7 +180,13 @@ class Trainer:
         """
         with tf.GradientTape() as tape:
             logits = self.model(batch, training=True)
-            stats = batch_stats(logits, batch, self.hparams.label_smoothing, accuracy=False)
+            stats = batch_stats(
+                logits,
+                batch,
+                self.hparams.label_smoothing,
+                accuracy=False,
+                jit_compile=self.hparams.jit_compile,
+            )
             loss = stats.smoothed_sum / tf.maximum(stats.target_tokens, 1.0)
             if self.loss_scaled:
                 loss = self.optimizer.scale_loss(loss)

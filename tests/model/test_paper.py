@@ -106,19 +106,45 @@ def test_label_smoothed_loss_matches_numpy(eps):
     assert float(count) == expected[2] == 5.0
 
 
+@pytest.mark.parametrize("one_hot", [False, True])
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 @pytest.mark.parametrize("on_smoothed,on_nll", [(1.0, 0.0), (0.0, 1.0), (2.0, -3.0)])
-def test_label_smoothed_loss_gradient_matches_numpy(eps, on_smoothed, on_nll):
-    # The loss's closed-form gradient against the NumPy formula, for either sum and a mix.
+def test_label_smoothed_loss_gradient_matches_numpy(eps, on_smoothed, on_nll, one_hot):
+    # The loss's closed-form gradient against the NumPy formula, for either sum and a mix, with
+    # the reference term scattered (without XLA) or subtracted as a one-hot (under XLA).
     rng = np.random.default_rng(1)
     logits = tf.constant(rng.normal(size=(2, 4, 7)).astype(np.float32) * 3)
     targets = np.array([[3, 4, 1, 0], [2, 6, 0, 0]])
     with tf.GradientTape() as tape:
         tape.watch(logits)
-        loss, nll, _ = label_smoothed_cross_entropy(logits, targets, eps)
+        loss, nll, _ = label_smoothed_cross_entropy(logits, targets, eps, one_hot)
         total = on_smoothed * loss + on_nll * nll
     expected = label_smoothed_loss_gradient(logits.numpy(), targets, eps, on_smoothed, on_nll)
     assert_close(tape.gradient(total, logits), expected)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_one_hot_loss_gradient_under_xla_equals_the_scatter(dtype):
+    # The training step's two forms of the gradient, each where it runs: the scatter without
+    # XLA, the one-hot under jit_compile (where its cast to bfloat16 fuses into the same pass).
+    rng = np.random.default_rng(3)
+    logits = tf.cast(rng.normal(size=(3, 11, 300)) * 4, dtype)
+    targets = tf.constant(np.where(np.arange(11) < 8, rng.integers(1, 300, (3, 11)), 0))
+
+    def gradient(one_hot):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            smoothed, nll, _ = label_smoothed_cross_entropy(logits, targets, 0.1, one_hot)
+            total = smoothed + 0.25 * nll
+        return tape.gradient(total, logits)
+
+    scatter = gradient(False)
+    fused = tf.function(lambda: gradient(True), jit_compile=True)()
+    assert fused.dtype == scatter.dtype == logits.dtype
+    scatter, fused = (tf.cast(g, tf.float32).numpy() for g in (scatter, fused))
+    tolerance = 1e-6 if dtype == "float32" else 1e-2 * np.abs(scatter).max()
+    np.testing.assert_allclose(fused, scatter, atol=tolerance)
+    assert np.abs(scatter).max() > 0.5 and not fused[:, 8:].any()
 
 
 def _plain_loss(logits, targets, eps):
