@@ -97,10 +97,13 @@ class BudgetState(tf.Module):
         self.horizon, self.warmup = schedule.horizon, schedule.warmup
         self.peak = schedule.peak_rate
         self.factor = tf.Variable(0.0, trainable=False, name="rate_factor")
+        self._decided = False  # once True, stays so: no host read of `factor` at every step
 
     @property
     def rate_decided(self) -> bool:
-        return float(self.factor.numpy()) > 0.0
+        """Whether the factor is chosen (this run, or the run a checkpoint restored)."""
+        self._decided = self._decided or float(self.factor.numpy()) > 0.0
+        return self._decided
 
     def choose_rate(self, schedule, hparams: HParams, step: int, expected: int, output_dir=None):
         """Sets `schedule`'s peak from `expected` steps, once per run (hparams with
