@@ -20,7 +20,7 @@ import sys
 import time
 
 import jax
-from run_step import Step
+from run_step import Step, checked
 from values import initial_values
 
 
@@ -29,13 +29,7 @@ def load(folder: str, device, tolerance: float) -> Step:
     with open(os.path.join(folder, "manifest.json")) as f:
         manifest = json.load(f)
     values = initial_values(folder, manifest["arguments"])
-    check = Step(folder, "check", manifest, values, device)
-    losses = [check() for _ in range(3)]
-    reference = manifest["shapes"]["check"]["tensorflow_losses"]
-    difference = max(abs(a - b) / abs(b) for a, b in zip(losses, reference, strict=True))
-    print(f"{folder}: check relative {difference:.2e}", file=sys.stderr)
-    if difference > tolerance:
-        raise SystemExit(f"{folder}: the GPU step differs from TensorFlow's by {difference:.2e}")
+    checked(folder, manifest, values, device, tolerance)
     return Step(folder, "time", manifest, values, device)
 
 

@@ -124,7 +124,7 @@ def summarize(kernels, instructions: dict[str, str], calls: int, flops: float, p
 def build(folder: str, device):
     """(the compiled `time` call of the export, its model FLOPs per call, its manifest)."""
     import jax  # here, so that the trace's reading above needs no jax (tests/test_bench_gpu.py)
-    from run_decode import Search
+    from run_decode import Search, search_flops
     from run_step import Step
     from values import initial_values
 
@@ -135,10 +135,7 @@ def build(folder: str, device):
     if "beam_size" in manifest:
         weights = [jax.device_put(v, device) for v in values]
         call = Search(folder, "time", weights, device)
-        ids, _ = call()
-        steps = int(np.max(np.count_nonzero(ids, axis=1)))  # the steps the search took
-        hypothesis_tokens = shape["batch"][0] * manifest["beam_size"] * steps
-        return call, shape["flops_per_hypothesis_token"] * hypothesis_tokens, manifest
+        return call, search_flops(manifest, call()[0])[1], manifest
     return Step(folder, "time", manifest, values, device), shape["train_flops"], manifest
 
 

@@ -42,6 +42,14 @@ class Search:
         return np.asarray(ids)[:, 0], np.asarray(scores)[:, 0]
 
 
+def search_flops(manifest: dict, ids: np.ndarray) -> tuple[int, float]:
+    """(the steps a search of the `time` shape took, its model FLOPs) from its best ids."""
+    shape = manifest["shapes"]["time"]
+    steps = int(np.max(np.count_nonzero(ids, axis=1)))
+    hypothesis_tokens = shape["batch"][0] * manifest["beam_size"] * steps
+    return steps, shape["flops_per_hypothesis_token"] * hypothesis_tokens
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decode", required=True, help="folder written by export_decode.py")
@@ -81,9 +89,8 @@ def main() -> None:
         print(f"search {i + 1}/{args.runs}: {seconds[-1] * 1e3:.1f} ms", file=sys.stderr)
     shape, median = manifest["shapes"]["time"], statistics.median(seconds)
     tokens = int(np.count_nonzero(ids))
-    steps = int(np.max(np.count_nonzero(ids, axis=1)))
-    hypothesis_tokens = shape["batch"][0] * manifest["beam_size"] * steps
-    tflops = shape["flops_per_hypothesis_token"] * hypothesis_tokens / median / 1e12
+    steps, flops = search_flops(manifest, ids)
+    tflops = flops / median / 1e12
     result = {
         "device": device.device_kind,
         "precision": manifest["hparams"]["precision"],

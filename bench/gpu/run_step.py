@@ -78,6 +78,22 @@ class Step:
         return float(np.asarray(loss))  # waits for the step
 
 
+def checked(folder: str, manifest: dict, values: list, device, tolerance: float):
+    """The `check` step after three steps whose losses matched TensorFlow's to `tolerance`
+    (relative; stops the run otherwise): (the step, its losses, the largest difference)."""
+    check = Step(folder, "check", manifest, values, device)
+    losses = [check() for _ in range(3)]
+    reference = manifest["shapes"]["check"]["tensorflow_losses"]
+    difference = max(abs(a - b) / abs(b) for a, b in zip(losses, reference, strict=True))
+    print(
+        f"{folder} check: losses {losses}, TensorFlow {reference}, relative {difference:.2e}",
+        file=sys.stderr,
+    )
+    if difference > tolerance:
+        raise SystemExit(f"{folder}: the GPU step differs from TensorFlow's by {difference:.2e}")
+    return check, losses, difference
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step", required=True, help="folder written by export_step.py")
@@ -91,16 +107,7 @@ def main() -> None:
         manifest = json.load(f)
     device = jax.devices()[0]
     values = initial_values(args.step, manifest["arguments"])
-    check = Step(args.step, "check", manifest, values, device)
-    losses = [check() for _ in range(3)]
-    reference = manifest["shapes"]["check"]["tensorflow_losses"]
-    difference = max(abs(a - b) / abs(b) for a, b in zip(losses, reference, strict=True))
-    print(
-        f"check: losses {losses}, TensorFlow {reference}, relative {difference:.2e}",
-        file=sys.stderr,
-    )
-    if difference > args.tolerance:
-        raise SystemExit(f"the GPU step differs from TensorFlow's by {difference:.2e}")
+    check, losses, difference = checked(args.step, manifest, values, device, args.tolerance)
     timed = Step(args.step, "time", manifest, values, device)
     for _ in range(args.warmup):
         timed()
