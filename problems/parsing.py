@@ -6,9 +6,11 @@ Foreign Language" (`t2t_lite.problems.parsing_trees.linearize`), e.g.
     John has a dog .  ->  (S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S
 
 The vocabulary is a "words" vocabulary shared by both sides: every target token of the training
-trees (tags, `(X`, `)X`) first, so that no tag or bracket is ever unknown, then the most frequent
-source words up to the vocabulary size; rarer words map to `<unk>`. Each target token is one id
-and each source word one id, so the i-th tag of the output belongs to the i-th word.
+trees (tags, `(X`, `)X`) first, so that no tag or bracket is ever unknown, then the signatures of
+unknown words (`t2t_lite.data.word_signatures`: `<unk:C>`, `<unk:c_ing>`, ...), then the most
+frequent source words up to the vocabulary size; a rarer word is read as its signature. Each
+target token is one id and each source word one id, so the i-th tag of the output belongs to the
+i-th word.
 
 Decoding is repaired by `postprocess` (`delinearize` with the source words): every output is a
 well-formed tree over exactly the sentence's words, which `t2t-evalb` scores against the gold
@@ -30,6 +32,7 @@ from absl import logging
 
 from t2t_lite.data import RESERVED_TOKENS
 from t2t_lite.data.tokenizers import read_vocab_list
+from t2t_lite.data.word_signatures import word_signatures_py
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.problems import tree_strings
 from t2t_lite.problems.base import Problem, register_problem
@@ -249,8 +252,10 @@ def tag_table(
 def parsing_vocab(pairs: Iterable[tuple[str, str]], vocab_size: int) -> list[str]:
     """The word list of a parsing vocabulary of `vocab_size` ids (reserved tokens included).
 
-    All target tokens (tags and brackets) come first, most frequent first, then source words by
-    frequency (ties alphabetically, so the list is deterministic).
+    All target tokens (tags and brackets) come first, most frequent first; then the signatures
+    (`t2t_lite.data.word_signatures`) of the training words that do not fit, by how often their
+    words occur, so that rare words train the signatures that unknown words get at decoding;
+    then source words by frequency (ties alphabetically, so the list is deterministic).
 
     Raises:
       ValueError: when `vocab_size` cannot hold the reserved and target tokens.
@@ -272,8 +277,19 @@ def parsing_vocab(pairs: Iterable[tuple[str, str]], vocab_size: int) -> list[str
             f"tags and brackets, plus {len(RESERVED_TOKENS)} reserved ids"
         )
     seen = set(words)
-    words.extend([w for w in by_count(sources) if w not in seen][:room])
-    return words
+    candidates = [w for w in by_count(sources) if w not in seen]
+    keep, signatures = room, []
+    while True:  # each round keeps fewer words, so more shapes need a signature; at most room
+        shapes: collections.Counter[str] = collections.Counter()
+        for word, signature in zip(
+            candidates[keep:], word_signatures_py(candidates[keep:]), strict=True
+        ):
+            shapes[signature] += sources[word]
+        signatures = by_count(shapes)[:room]
+        if keep + len(signatures) <= room:
+            break
+        keep = room - len(signatures)
+    return words + signatures + candidates[:keep]
 
 
 @register_problem("wsj_parsing")

@@ -17,6 +17,7 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from t2t_lite.data.word_signatures import SIGNATURE_PREFIX, word_signatures
 from t2t_lite.vocabulary import EOS_ID, PAD_ID, RESERVED_TOKENS, UNK_ID
 
 VOCAB_FILES = {
@@ -81,7 +82,9 @@ def read_vocab_list(path: str) -> list[str]:
 
 
 class WordTokenizer(Tokenizer):
-    """Whitespace-separated words looked up in a fixed list; unknown words map to id 2."""
+    """Whitespace-separated words looked up in a fixed list. An unknown word maps to its
+    signature's id when the list has signatures (`t2t_lite.data.word_signatures`, which parsing
+    vocabularies include), else to id 2."""
 
     def __init__(self, path: str):
         tokens = read_vocab_list(path)
@@ -93,10 +96,17 @@ class WordTokenizer(Tokenizer):
             ),
             default_value=UNK_ID,
         )
+        self.signatures = any(token.startswith(SIGNATURE_PREFIX) for token in tokens)
 
     def _encode(self, strings: tf.Tensor) -> tf.RaggedTensor:
         words = tf.strings.split(strings)  # --> ragged [batch, (words)]
-        return tf.ragged.map_flat_values(self._table.lookup, words)
+        return tf.ragged.map_flat_values(self._lookup, words)
+
+    def _lookup(self, words: tf.Tensor) -> tf.Tensor:
+        ids = self._table.lookup(words)  # [n]
+        if not self.signatures:
+            return ids
+        return tf.where(ids == UNK_ID, self._table.lookup(word_signatures(words)), ids)
 
     def _decode(self, ids: tf.RaggedTensor) -> tf.Tensor:
         words = tf.ragged.map_flat_values(tf.gather, self._tokens, ids)

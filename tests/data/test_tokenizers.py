@@ -82,7 +82,8 @@ def test_load_tokenizer_errors(tmp_path):
 @pytest.mark.parametrize("vocab_type", ["words", "bpe", "wordpiece"])
 def test_tokenizer_survives_a_saved_model(tmp_path, vocab_type):
     """Export reuses the tokenizer in-graph: save it in a SavedModel, reload, same ids and text."""
-    words = ["the", "cat", "mat."] if vocab_type == "words" else None
+    # "<unk:c>": the words tokenizer's signature fallback is in the graph too ("sat", "on").
+    words = ["the", "cat", "mat.", "<unk:c>"] if vocab_type == "words" else None
     build_vocab(str(tmp_path / "vocab"), vocab_type, iter(CORPUS), 120, words=words)
     tok = load_tokenizer(str(tmp_path / "vocab"))
     module = tf.Module()
@@ -98,6 +99,8 @@ def test_tokenizer_survives_a_saved_model(tmp_path, vocab_type):
     np.testing.assert_array_equal(loaded.round_trip(text).numpy(), expected)
     if vocab_type != "words":
         np.testing.assert_array_equal(expected, text.numpy())
+    else:
+        np.testing.assert_array_equal(expected, [b"the cat <unk:c> <unk:c> the mat.", b"the mat."])
 
 
 def test_wordpiece_size_never_exceeds_the_target():

@@ -142,15 +142,23 @@ def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
 
 def test_vocabulary_puts_every_target_token_first():
     pairs = EXPECTED["train"] + EXPECTED["test"]
-    # The 15 distinct target tokens by count, ties by name; then 2 source words ("." is a tag
-    # already), all seen once, alphabetically.
-    assert parsing_vocab(pairs, vocab_size=3 + 15 + 2) == [
+    # The 15 distinct target tokens by count, ties by name; then the signatures of the source
+    # words that do not fit, by the count of their words; then the source words that do ("." is
+    # a tag already), by count, ties alphabetically. With room for 5: leaving out "We", "a",
+    # "dog", "has", "left" and "works" needs 3 signatures, which leave out "John" and "Mary"
+    # too, whose 4th signature leaves out "It": 4 signatures and 1 word.
+    targets = [
         "(NP", ")NP",
         "(S", "(VP", ")S", ")VP", ".",
         "NNP", "PRP", "VBZ",
         "(FRAG", ")FRAG", "DT", "NN", "VBD",
-        "!", "It",
     ]  # fmt: skip
+    assert parsing_vocab(pairs, vocab_size=3 + 15 + 5) == [
+        *targets, "<unk:C>", "<unk:c>", "<unk:c_s>", "<unk:C_y>", "!"
+    ]  # fmt: skip
+    # With room for every word, no signatures.
+    everything = ["!", "It", "John", "Mary", "We", "a", "dog", "has", "left", "works"]
+    assert parsing_vocab(pairs, vocab_size=3 + 15 + 20) == [*targets, *everything]
     with pytest.raises(ValueError, match="vocab_size=10 is too small.*15 distinct"):
         parsing_vocab(pairs, vocab_size=10)
 
