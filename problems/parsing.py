@@ -278,12 +278,11 @@ def parsing_vocab(pairs: Iterable[tuple[str, str]], vocab_size: int) -> list[str
         )
     seen = set(words)
     candidates = [w for w in by_count(sources) if w not in seen]
+    shape_of = word_signatures_py(candidates)
     keep, signatures = room, []
     while True:  # each round keeps fewer words, so more shapes need a signature; at most room
         shapes: collections.Counter[str] = collections.Counter()
-        for word, signature in zip(
-            candidates[keep:], word_signatures_py(candidates[keep:]), strict=True
-        ):
+        for word, signature in zip(candidates[keep:], shape_of[keep:], strict=True):
             shapes[signature] += sources[word]
         signatures = by_count(shapes)[:room]
         if keep + len(signatures) <= room:

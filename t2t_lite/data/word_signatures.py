@@ -24,6 +24,14 @@ from __future__ import annotations
 import tensorflow as tf
 
 SIGNATURE_PREFIX = "<unk:"
+# The shape of a word: the first of these (letter, pattern) that matches, else "o". "A": at
+# least two capitals and no lower-case letter.
+SHAPES = (
+    ("A", r"[^\p{Ll}]*\p{Lu}[^\p{Ll}]*\p{Lu}[^\p{Ll}]*"),
+    ("C", r"\p{Lu}.*"),
+    ("c", r"\p{Ll}.*"),
+    ("d", r"[0-9].*"),
+)
 # Derivational and inflectional endings of English, longer and more telling ones first: the
 # first match wins ("-ness" before "-s", "-ity" and "-ly" before "-y").
 SUFFIXES = (
@@ -39,19 +47,9 @@ def _matches(words: tf.Tensor, pattern: str) -> tf.Tensor:
 def word_signatures(words: tf.Tensor) -> tf.Tensor:
     """[n] tf.string words --> [n] tf.string signatures (`<unk:...>`, see the module text)."""
     words = tf.convert_to_tensor(words, tf.string)
-    has_lower = _matches(words, r".*\p{Ll}.*")
-    all_caps = _matches(words, r"(?:.*\p{Lu}){2}.*") & ~has_lower
-    shape = tf.where(
-        all_caps,
-        "A",
-        tf.where(
-            _matches(words, r"\p{Lu}.*"),
-            "C",
-            tf.where(
-                _matches(words, r"\p{Ll}.*"), "c", tf.where(_matches(words, r"[0-9].*"), "d", "o")
-            ),
-        ),
-    )
+    shape = tf.fill(tf.shape(words), "o")
+    for letter, pattern in reversed(SHAPES):  # the first pattern that matches wins
+        shape = tf.where(_matches(words, pattern), letter, shape)
     digit = tf.where(_matches(words, r".*[0-9].*"), "0", "")
     hyphen = tf.where(_matches(words, r".*-.*"), "-", "")
     lower = tf.strings.lower(words, encoding="utf-8")
