@@ -114,13 +114,14 @@ def _decode_table(runs) -> list[str]:
     ]
     seen = []
     for m in runs:
-        key = (m.peer, m.dtype)
+        variant = "_xla" if m.task.endswith("_xla") else ""  # t2t-decode --jit_compile
+        key = (m.peer, m.dtype, variant)
         if m.part != "decode" or key in seen:
             continue
         seen.append(key)
         row = [f"{m.label} {m.dtype}"]
         for task in ("beam", "greedy"):
-            theirs = _find(runs, m.peer, task, m.dtype)
+            theirs = _find(runs, m.peer, task + variant, m.dtype)
             row += [_rate(theirs), _ratio(_find(runs, "t2t_lite", task, "float32"), theirs)]
         lines.append("| " + " | ".join(row) + " |")
     return lines

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=train --dtype=bfloat16
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=beam      # or greedy
+    .venv/bin/python bench/peers/t2t_lite_peer.py --task=greedy_xla  # t2t-decode --jit_compile
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=beam --dtype=int8
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=matmul --dtype=float32
 
@@ -80,18 +81,25 @@ def decode(args) -> None:
     no_eos = -1e9 * tf.one_hot(EOS_ID, P.VOCAB)
     length = P.TARGET_LENGTH
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    # beam_xla / greedy_xla: the search `t2t-decode --jit_compile` runs, compiled by XLA with
+    # the fixed-shape cache (the compile itself falls in the warm-up calls).
+    xla = args.task.endswith("_xla")
+    buffer = length if xla else None
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], jit_compile=xla)
     def decode_batch(inputs):
-        step_fn, cache = transformer_step.model_step_fn(model, inputs, length)
+        step_fn, cache = transformer_step.model_step_fn(model, inputs, length, fixed_shapes=xla)
 
         def step(ids, index, state):
             logits, state = step_fn(ids, index, state)
             return logits + no_eos, state
 
         batch = tf.shape(inputs)[0]
-        if args.task == "greedy":
-            return search.greedy_search(step, cache, batch, length).ids
-        return search.beam_search(step, cache, batch, P.BEAM, P.ALPHA, length).ids
+        if args.task.startswith("greedy"):
+            return search.greedy_search(step, cache, batch, length, buffer_length=buffer).ids
+        return search.beam_search(
+            step, cache, batch, P.BEAM, P.ALPHA, length, buffer_length=buffer
+        ).ids
 
     source = tf.constant(P.batch()[0])
     lengths = []
@@ -197,10 +205,11 @@ def breakdown(args) -> None:
 
 def main() -> None:
     args = P.parse_args(
-        ("train", "beam", "greedy", "matmul", "pipeline", "breakdown"),
+        ("train", "beam", "greedy", "beam_xla", "greedy_xla", "matmul", "pipeline", "breakdown"),
         ("float32", "bfloat16", "int8"),
     )
-    tasks = {"train": train, "beam": decode, "greedy": decode, "matmul": matmul}
+    tasks = {"train": train, "matmul": matmul}
+    tasks.update({name: decode for name in ("beam", "greedy", "beam_xla", "greedy_xla")})
     {**tasks, "pipeline": pipeline, "breakdown": breakdown}[args.task](args)
 
 

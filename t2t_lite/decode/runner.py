@@ -15,11 +15,11 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import iter_raw_lines
+from t2t_lite.decode.batches import bucket_rows, bucket_width, pad_batch, token_batches
 from t2t_lite.decode.ensemble import parse_weights
 from t2t_lite.decode.replicas import decode_strategy, split_rows
 from t2t_lite.decode.run import Run
@@ -40,33 +40,14 @@ class Hypothesis(NamedTuple):
     log_prob: float
 
 
-def token_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
-    """Indices of `lengths`, sorted by length, grouped so that rows * longest <= batch_tokens
-    (a longer single row still gets its own batch)."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    batches: list[list[int]] = []
-    for i in order:
-        if batches and (len(batches[-1]) + 1) * lengths[i] <= batch_tokens:
-            batches[-1].append(i)
-        else:
-            batches.append([i])
-    return batches
-
-
-def _pad(rows: Sequence[Sequence[int]]) -> np.ndarray:
-    """Ragged id lists --> [rows, longest] int32, zero-padded."""
-    out = np.zeros((len(rows), max(len(r) for r in rows)), np.int32)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
-
-
 class Translator:
     """A restored model, its tokenizer and search settings; translates and scores lines.
 
     `translate(lines)` returns, per line, `nbest` Hypothesis (none for an empty line);
     `score(sources, targets)` returns log p(target | source) per pair (None if either is empty).
     With a `strategy` (whose scope made the model), each batch is split across its replicas.
+    With `jit_compile`, XLA compiles the search, once per batch shape (`t2t_lite.decode.batches`
+    holds the shapes to a few buckets); it finds the same hypotheses.
     """
 
     def __init__(
@@ -78,6 +59,7 @@ class Translator:
         postprocess: Callable[[str, str], str] | None = None,
         constraint: Any = None,
         strategy: tf.distribute.Strategy | None = None,
+        jit_compile: bool = False,
     ):
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
@@ -91,14 +73,21 @@ class Translator:
         self.postprocess = postprocess or (lambda source, output: output)
         self.batch_tokens = batch_tokens
         self.max_positions = settings.input_limit(model.hparams.max_positions)
+        if jit_compile and strategy is not None and strategy.num_replicas_in_sync > 1:
+            raise ValueError(
+                f"--jit_compile decodes on one device, but --strategy has "
+                f"{strategy.num_replicas_in_sync} replicas; use --strategy=default"
+            )
+        self.jit_compile = jit_compile
         spec = tf.TensorSpec([None, None], tf.int32)
-        search = split_rows(strategy, search_function(model, settings, constraint))
-        self._search = tf.function(search, input_signature=[spec])
+        search = search_function(model, settings, constraint, fixed_shapes=jit_compile)
+        search = split_rows(strategy, search)
+        self._search = tf.function(search, input_signature=[spec], jit_compile=jit_compile)
         score = split_rows(strategy, lambda x, y: score_ids(model, x, y))
         self._score = tf.function(score, input_signature=[spec] * 2)
 
     @classmethod
-    def from_run(cls, run: Run, batch_tokens: int = 4096) -> Translator:
+    def from_run(cls, run: Run, batch_tokens: int = 4096, jit_compile: bool = False) -> Translator:
         """A translator that searches as `run.search` says, with the problem's constraint and
         postprocessing, over the replicas of `run.strategy`."""
         return cls(
@@ -109,12 +98,22 @@ class Translator:
             run.problem.postprocess,
             run.constraint,
             run.strategy,
+            jit_compile,
         )
 
-    def search_ids(self, inputs: np.ndarray) -> SearchResult:
-        """Zero-padded source ids [batch, source] (each ending in EOS) --> the search's result,
-        ids [batch, nbest, length]."""
-        return self._search(inputs)
+    def search_ids(self, sources: Sequence[Sequence[int]]) -> SearchResult:
+        """Source id lists (each ending in EOS) --> the search's result, ids [batch, nbest,
+        length], in one batch; under `jit_compile` padded to its bucket's shape first."""
+        if not self.jit_compile:
+            return self._search(pad_batch(sources))
+        width = self._bucket_width(max(len(s) for s in sources))
+        count = bucket_rows(len(sources), width, self.batch_tokens)
+        found = self._search(pad_batch(sources, width, count))
+        return SearchResult(*(value[: len(sources)] for value in found))
+
+    def _bucket_width(self, length: int) -> int:
+        """The padded width of a batch under `jit_compile`, within the model's positions."""
+        return min(bucket_width(length), self.max_positions)
 
     def encode(self, lines: Sequence[str], names: Sequence[str]) -> list[list[int] | None]:
         """Texts --> ids ending in EOS, truncated to the model's positions (warning with the
@@ -144,9 +143,10 @@ class Translator:
         results: list[list[Hypothesis]] = [[] for _ in lines]
         todo = [i for i, s in enumerate(sources) if s is not None]
         progress = DecodeProgress(len(todo), "decoded", enabled=log_progress)
-        for batch in token_batches([len(sources[i]) for i in todo], self.batch_tokens):
+        width = self._bucket_width if self.jit_compile else None
+        for batch in token_batches([len(sources[i]) for i in todo], self.batch_tokens, width):
             rows = [todo[j] for j in batch]
-            found = self.search_ids(_pad([sources[i] for i in rows]))
+            found = self.search_ids([sources[i] for i in rows])
             ids = found.ids.numpy()  # [rows, nbest, length]
             flat = ids.reshape(-1, ids.shape[-1])  # --> [rows * nbest, length]
             texts = self.tokenizer.decode(flat).numpy().reshape(ids.shape[:2])  # [rows, nbest]
@@ -180,8 +180,8 @@ class Translator:
         lengths = [max(len(source_ids[i]), len(target_ids[i])) for i in todo]
         for batch in token_batches(lengths, self.batch_tokens):
             rows = [todo[j] for j in batch]
-            inputs = _pad([source_ids[i] for i in rows])
-            expected = _pad([target_ids[i] for i in rows])
+            inputs = pad_batch([source_ids[i] for i in rows])
+            expected = pad_batch([target_ids[i] for i in rows])
             for i, value in zip(rows, self._score(inputs, expected).numpy(), strict=True):
                 results[i] = float(value)
             progress.update(len(rows), int((expected > 0).sum()))
@@ -291,6 +291,14 @@ class DecodeConfig:
     ensemble_weights: Sequence[float | str] | None = None
     quantize: str = "none"  # "int8": int8 weights (t2t_lite.decode.quantize)
     strategy: str = "default"  # t2t_lite.runtime.distribute.STRATEGIES; see decode_strategy
+    jit_compile: bool = False  # XLA compiles the search (Translator)
+
+    def __post_init__(self):
+        if self.jit_compile and self.quantize == "int8":
+            raise ValueError(
+                "--jit_compile with --quantize=int8: the 8-bit products are a oneDNN op that "
+                "XLA cannot compile; drop one of the two flags"
+            )
 
     def restore(self) -> Run:
         """`Run.restore` with these flags; a --problem other than the run's is refused."""
@@ -343,7 +351,7 @@ def run_decode(config: DecodeConfig) -> int:
     # An input file is read and checked before the model loads (a bad one fails at once);
     # stdin once the model is ready.
     inputs = read_decode_inputs(config) if config.decode_from_file else None
-    translator = Translator.from_run(config.restore(), config.batch_tokens)
+    translator = Translator.from_run(config.restore(), config.batch_tokens, config.jit_compile)
     if not config.decode_from_file and not config.score_file and sys.stdin.isatty():
         interactive(translator)
         return 0

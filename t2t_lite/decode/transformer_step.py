@@ -166,11 +166,19 @@ def score_ids(model, inputs: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
 
 
 def search_function(
-    model, settings: SearchSettings, constraint: Constraint | None = None
+    model,
+    settings: SearchSettings,
+    constraint: Constraint | None = None,
+    fixed_shapes: bool = False,
 ) -> Callable[[tf.Tensor], SearchResult]:
     """The search `settings` ask for, as a function of source ids [batch, source]: beam search
-    (`translate_ids`), or sampling (`sample_ids`) when `settings.sampling`."""
-    shared = {"extra_length": settings.extra_length, "constraint": constraint}
+    (`translate_ids`), or sampling (`sample_ids`) when `settings.sampling`. `fixed_shapes`: a
+    search that XLA compiles (`translate_ids`)."""
+    shared = {
+        "extra_length": settings.extra_length,
+        "constraint": constraint,
+        "fixed_shapes": fixed_shapes,
+    }
     if settings.sampling:
         sampling = {k: getattr(settings, k) for k in ("temperature", "top_k", "top_p", "seed")}
         return functools.partial(sample_ids, model, **sampling, **shared)

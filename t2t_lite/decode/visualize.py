@@ -37,7 +37,7 @@ def sentence_attention(translator, sentence: str) -> dict:
     source = translator.encode([sentence], ["--inputs"])[0]
     if source is None:
         raise ValueError("--inputs is empty")
-    found = translator.search_ids(np.array([source], np.int32))
+    found = translator.search_ids([source])
     output = [int(i) for i in found.ids.numpy()[0, 0] if i > 0]
     maps = translator.model.attention_maps(np.array([source]), np.array([output]))
     result = {kind: [np.asarray(w)[0] for w in maps[kind]] for kind in KINDS}

@@ -19,7 +19,6 @@ from t2t_lite.decode.runner import (
     DecodeConfig,
     read_input,
     run_decode,
-    token_batches,
 )
 from t2t_lite.hparams import SearchSettings
 
@@ -120,12 +119,6 @@ def test_score_file_gives_log_probs(run_dir, tmp_path):
     (tmp_path / "tgt").write_text("1\n2\n")
     with pytest.raises(ValueError, match="has 2 lines but the input"):
         run_decode(config)
-
-
-def test_token_batches_sort_and_bound():
-    batches = token_batches([5, 1, 3, 3, 9, 2], batch_tokens=6)
-    # Sorted lengths 1 2 | 3 3 | 5 | 9: a third row of 3 would make 9 > 6 tokens.
-    assert batches == [[1, 5], [2, 3], [0], [4]]
 
 
 def test_read_input_names_file_and_line(tmp_path):
