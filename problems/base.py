@@ -21,6 +21,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import (
+    RESERVED_TOKENS,
     Tokenizer,
     adopt_sentencepiece,
     auto_vocab_size,
@@ -284,12 +285,14 @@ class Problem:
             logging.info("%s: the vocabulary is %s", self.name, options["vocab_model"])
             adopt_sentencepiece(os.path.expanduser(options["vocab_model"]), data_dir)
         else:
-            if not vocab_size:
+            words = self.vocab_words(options)
+            if words is not None:  # a fixed list, which sized itself
+                vocab_size = len(RESERVED_TOKENS) + len(words)
+            elif not vocab_size:
                 pairs = sum(1 for _ in self.text_pairs("train", options))
                 vocab_size = auto_vocab_size(pairs)
                 logging.info("%s: %d training pairs: vocab_size %d", self.name, pairs, vocab_size)
             logging.info("%s: training a %s vocabulary of %d", self.name, vocab_type, vocab_size)
-            words = self.vocab_words(options)
             texts = _logged(self.vocab_texts(options), "vocabulary: %d texts read")
             build_vocab(data_dir, vocab_type, texts, vocab_size, words=words)
         return self.tokenizer(data_dir)

@@ -60,6 +60,9 @@ TAGS_FILE = "tags.json"
 # Words seen at least this often take only their seen tags in constrained decoding (1 and 5
 # were alike on GUM: 65.3 and 65.6 F1; none at all: 52.5).
 TAG_MIN_COUNT = 5
+# With no vocab_size, training words seen at least this often get an id of their own; rarer ones
+# share the signatures of unknown words (`parsing_vocab`, docs/parsing.md, "Vocabulary").
+MIN_WORD_COUNT = 3
 # The share of training trees whose unary chains constrained decoding allows (`tree_statistics`).
 OPENS_COVERAGE = 0.99
 
@@ -77,18 +80,20 @@ def gold_file(split: str) -> str:
 class TreebankProblem(Problem):
     """A parsing problem over bracketed tree files; subclasses say which files (`tree_files`).
 
-    Options common to all: `vocab_size` (0: the class's size).
+    Options common to all: `vocab_size` (0: the class's size; a class size of 0 sizes the
+    vocabulary from the training trees, `parsing_vocab`).
     """
 
     vocab_type: ClassVar[str] = "words"
-    vocab_size: ClassVar[int] = 16000
+    vocab_size: ClassVar[int] = 0
     metric: ClassVar[str] = "parse_f1"
     decode_defaults: ClassVar[SearchSettings] = PARSING_DECODE_DEFAULTS
     # Linearized trees are about three times as long as their sentences.
     max_input_length: ClassVar[int] = 256
     max_target_length: ClassVar[int] = 768
     option_help: ClassVar[dict[str, str]] = {
-        "vocab_size": "Vocabulary size (words, tags, brackets, reserved ids); 0: the problem's.",
+        "vocab_size": "Vocabulary size (words, tags, brackets, reserved ids); 0: the problem's "
+        f"(parsing_trees: every word seen at least {MIN_WORD_COUNT} times in training).",
     }
 
     def tree_files(self, split: str, options: dict[str, Any]) -> list[str]:
@@ -118,7 +123,13 @@ class TreebankProblem(Problem):
 
     def vocab_words(self, options: dict[str, Any]) -> list[str]:
         _, size = self.vocab_settings(options)
-        return parsing_vocab(self.text_pairs("train", options), size)
+        words = parsing_vocab(self.text_pairs("train", options), size)
+        if not size:
+            logging.info(
+                "%s: no vocab_size: every training word seen at least %d times, %d ids in all",
+                self.name, MIN_WORD_COUNT, len(RESERVED_TOKENS) + len(words),
+            )  # fmt: skip
+        return words
 
     def output_vocab_size(self, tokenizer: Any, options: dict[str, Any]) -> int:
         """The reserved ids and the training trees' tags and brackets, which the vocabulary
@@ -249,8 +260,12 @@ def tag_table(
     return table
 
 
-def parsing_vocab(pairs: Iterable[tuple[str, str]], vocab_size: int) -> list[str]:
-    """The word list of a parsing vocabulary of `vocab_size` ids (reserved tokens included).
+def parsing_vocab(
+    pairs: Iterable[tuple[str, str]], vocab_size: int = 0, min_count: int = MIN_WORD_COUNT
+) -> list[str]:
+    """The word list of a parsing vocabulary of `vocab_size` ids (reserved tokens included), or
+    with `vocab_size` 0 one sized from the corpus: every source word seen at least `min_count`
+    times gets an id, and the signatures of all rarer words do.
 
     All target tokens (tags and brackets) come first, most frequent first; then the signatures
     (`t2t_lite.data.word_signatures`) of the training words that do not fit, by how often their
@@ -265,36 +280,46 @@ def parsing_vocab(pairs: Iterable[tuple[str, str]], vocab_size: int) -> list[str
     for source, target in pairs:
         sources.update(source.split())
         targets.update(target.split())
+    words = _by_count(targets)
+    seen = set(words)
+    candidates = [w for w in _by_count(sources) if w not in seen]
+    shape_of = word_signatures_py(candidates)
 
-    def by_count(counter: collections.Counter[str]) -> list[str]:
-        return [w for w, _ in sorted(counter.items(), key=lambda item: (-item[1], item[0]))]
+    def signatures_of_the_rest(keep: int) -> list[str]:
+        shapes: collections.Counter[str] = collections.Counter()
+        for word, signature in zip(candidates[keep:], shape_of[keep:], strict=True):
+            shapes[signature] += sources[word]
+        return _by_count(shapes)
 
-    words = by_count(targets)
+    if not vocab_size:
+        keep = sum(1 for w in candidates if sources[w] >= min_count)
+        return words + signatures_of_the_rest(keep) + candidates[:keep]
     room = vocab_size - len(RESERVED_TOKENS) - len(words)
     if room < 0:
         raise ValueError(
             f"vocab_size={vocab_size} is too small: the training trees have {len(words)} distinct "
             f"tags and brackets, plus {len(RESERVED_TOKENS)} reserved ids"
         )
-    seen = set(words)
-    candidates = [w for w in by_count(sources) if w not in seen]
-    shape_of = word_signatures_py(candidates)
-    keep, signatures = room, []
+    keep = room
     while True:  # each round keeps fewer words, so more shapes need a signature; at most room
-        shapes: collections.Counter[str] = collections.Counter()
-        for word, signature in zip(candidates[keep:], shape_of[keep:], strict=True):
-            shapes[signature] += sources[word]
-        signatures = by_count(shapes)[:room]
+        signatures = signatures_of_the_rest(keep)[:room]
         if keep + len(signatures) <= room:
             break
         keep = room - len(signatures)
     return words + signatures + candidates[:keep]
 
 
+def _by_count(counter: collections.Counter[str]) -> list[str]:
+    """The keys, most frequent first, ties alphabetically (so lists are deterministic)."""
+    return [w for w, _ in sorted(counter.items(), key=lambda item: (-item[1], item[0]))]
+
+
 @register_problem("wsj_parsing")
 class WsjParsing(TreebankProblem):
-    """WSJ of the Penn Treebank: `--ptb_dir` with sections 02-21 train, 22 dev, 23 test."""
+    """WSJ of the Penn Treebank: `--ptb_dir` with sections 02-21 train, 22 dev, 23 test; the
+    paper's 16K vocabulary (section 6.3)."""
 
+    vocab_size: ClassVar[int] = 16000
     default_options: ClassVar[dict[str, Any]] = {"ptb_dir": None, "vocab_size": 0}
     option_help: ClassVar[dict[str, str]] = {
         "ptb_dir": "WSJ section folders 00..24 of .mrg files (02-21 train, 22 dev, 23 test).",

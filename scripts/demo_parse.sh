@@ -23,8 +23,9 @@ start=$(date +%s)
 stamp() { echo "demo-parse: [$(( $(date +%s) - start ))s] $*"; }
 
 stamp "datagen into $DEMO_DIR/data"
-"$BIN/t2t-datagen" --problem=parsing_trees --data_dir="$DEMO_DIR/data" --gum_dir="$GUM_DIR" \
-    --problem_options=vocab_size=8000
+# No vocab_size: the vocabulary is sized from the training trees (every word seen at least 3
+# times, and the signatures of the rarer ones; docs/parsing.md, "Vocabulary").
+"$BIN/t2t-datagen" --problem=parsing_trees --data_dir="$DEMO_DIR/data" --gum_dir="$GUM_DIR"
 
 # --train_minutes fits the learning-rate schedule to the minutes (docs/training.md, "Training on
 # a time budget") and ends with the end-of-run choice in run/final, which t2t-decode then reads.

@@ -72,11 +72,14 @@ def tree_files(tmp_path_factory):
 
 def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
     data_dir = str(tmp_path / "data")
+    # A size with room for every word: sized from the corpus, words seen once would have only
+    # their signatures (test_vocabulary_sized_from_the_corpus_keeps_words_seen_min_count_times).
     metadata = get_problem("parsing_trees").generate_data(
         data_dir,
         train_trees=str(tree_files / "train.mrg"),
         dev_trees=str(tree_files / "dev.mrg"),
         test_trees=str(tree_files / "test.mrg"),
+        vocab_size=100,
     )
     assert metadata["metric"] == "parse_f1"
     decode_defaults = metadata["decode_defaults"]
@@ -136,6 +139,7 @@ def test_parsing_trees_datagen_on_literal_trees(tree_files, tmp_path):
         train_trees=str(tree_files / "train.mrg"),
         dev_trees=str(tree_files / "dev.mrg"),
         test_trees=str(tree_files / "test.mrg"),
+        vocab_size=100,
     )
     assert again == read_metadata(data_dir)
 
@@ -161,6 +165,26 @@ def test_vocabulary_puts_every_target_token_first():
     assert parsing_vocab(pairs, vocab_size=3 + 15 + 20) == [*targets, *everything]
     with pytest.raises(ValueError, match="vocab_size=10 is too small.*15 distinct"):
         parsing_vocab(pairs, vocab_size=10)
+
+
+def test_vocabulary_sized_from_the_corpus_keeps_words_seen_min_count_times():
+    # The training sentences three times and the test ones once: with no vocab_size, the words
+    # seen at least 3 times get ids and the rest only their signatures, by their words' counts.
+    pairs = EXPECTED["train"] * 3 + EXPECTED["test"]
+    targets = [
+        "(NP", ")NP", "(S", "(VP", ")S", ")VP", ".",
+        "NNP", "PRP", "VBZ", "DT", "NN", "VBD", "(FRAG", ")FRAG",
+    ]  # fmt: skip
+    frequent = ["John", "We", "a", "dog", "has", "left"]
+    # It (C); Mary (C_y); ! (o); works (c_s), as has would be.
+    assert parsing_vocab(pairs) == [
+        *targets, "<unk:C>", "<unk:C_y>", "<unk:c_s>", "<unk:o>", *frequent
+    ]  # fmt: skip
+    # Seen at least 4 times: none; a, dog, left (c) count 9, John, We, It (C) 7, has, works 4.
+    assert parsing_vocab(pairs, min_count=4) == [
+        *targets, "<unk:c>", "<unk:C>", "<unk:c_s>", "<unk:C_y>", "<unk:o>"
+    ]  # fmt: skip
+    assert parsing_vocab(pairs, min_count=1) == [*targets, *frequent, "!", "It", "Mary", "works"]
 
 
 def _fake_wsj(root, sections=range(0, 25)) -> str:
