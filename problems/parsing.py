@@ -123,13 +123,9 @@ class TreebankProblem(Problem):
 
     def vocab_words(self, options: dict[str, Any]) -> list[str]:
         _, size = self.vocab_settings(options)
-        words = parsing_vocab(self.text_pairs("train", options), size)
-        if not size:
-            logging.info(
-                "%s: no vocab_size: every training word seen at least %d times, %d ids in all",
-                self.name, MIN_WORD_COUNT, len(RESERVED_TOKENS) + len(words),
-            )  # fmt: skip
-        return words
+        if not size:  # the size follows; `Problem._vocabulary` logs it
+            logging.info("%s: no vocab_size: words seen %d+ times", self.name, MIN_WORD_COUNT)
+        return parsing_vocab(self.text_pairs("train", options), size)
 
     def output_vocab_size(self, tokenizer: Any, options: dict[str, Any]) -> int:
         """The reserved ids and the training trees' tags and brackets, which the vocabulary
