@@ -90,6 +90,7 @@ def measurements() -> list[Measurement]:
         m += [
             Measurement("train", "matmul", "matmul", dtype, "matmul ceiling"),
             Measurement("train", "t2t_lite", "train", dtype, "t2t_lite (Trainer.train_step)"),
+            Measurement("train", "t2t_lite", "train_xla", dtype, "t2t_lite jit_compile"),
             Measurement("train", "model_garden", "train", dtype, "Model Garden", "model_garden"),
             Measurement("train", "opennmt", "train", dtype, "OpenNMT-tf", "opennmt"),
             Measurement("train", "keras_hub", "train", dtype, "keras-hub", "keras_hub"),

@@ -1,6 +1,7 @@
 """t2t_lite itself, and this CPU's matmul ceiling, in the benchmark's process protocol.
 
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=train --dtype=bfloat16
+    .venv/bin/python bench/peers/t2t_lite_peer.py --task=train_xla  # hparams jit_compile=true
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=beam      # or greedy
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=greedy_xla  # t2t-decode --jit_compile
     .venv/bin/python bench/peers/t2t_lite_peer.py --task=beam --dtype=int8
@@ -8,7 +9,8 @@
 
 train: `t2t_lite.train.step.Trainer.train_step`, the step t2t-train runs (default strategy,
 global all-reduce, non-finite check, Adam), on transformer_small resized to the benchmark's
-configuration. beam / greedy: `t2t_lite.decode.search` with the cached decoder, EOS forbidden
+configuration; train_xla the same with `jit_compile=true` (XLA compiles the forward pass and
+its gradients). beam / greedy: `t2t_lite.decode.search` with the cached decoder, EOS forbidden
 so that every output runs to the target length; --dtype=int8 decodes with int8 weights
 (`t2t_lite.decode.quantize`, what `t2t-decode --quantize=int8` runs). matmul: GFLOP/s of a
 [2048, 1024] x [1024, 1024] product (the shape of the model's largest training matmuls, scaled
@@ -40,7 +42,7 @@ from t2t_lite.vocabulary import EOS_ID  # noqa: E402
 PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "int8": "float32"}
 
 
-def benchmark_hparams(dtype: str = "float32"):
+def benchmark_hparams(dtype: str = "float32", jit_compile: bool = False):
     """transformer_small at the benchmark's configuration: post-norm like every peer."""
     return get_hparams(
         "transformer_small",
@@ -48,13 +50,14 @@ def benchmark_hparams(dtype: str = "float32"):
         f"num_encoder_layers={P.LAYERS},num_decoder_layers={P.LAYERS},d_model={P.D_MODEL},"
         f"num_heads={P.HEADS},d_ff={P.D_FF},dropout={P.DROPOUT},"
         f"label_smoothing={P.LABEL_SMOOTHING},batch_size={P.TARGET_TOKENS},"
-        f"precision={PRECISION[dtype]}",
+        f"precision={PRECISION[dtype]},jit_compile={str(jit_compile).lower()}",
     )
 
 
 def train(args) -> None:
     strategy = distribute.create_strategy("auto")
-    hparams = benchmark_hparams(args.dtype)
+    # train_xla: `jit_compile=true`, XLA compiles the forward pass and its gradients.
+    hparams = benchmark_hparams(args.dtype, jit_compile=args.task == "train_xla")
     trainer = Trainer(hparams, P.VOCAB, strategy)
     source, target = P.batch()
     dataset = tf.data.Dataset.from_tensors({"inputs": source, "targets": target}).repeat()
@@ -205,10 +208,20 @@ def breakdown(args) -> None:
 
 def main() -> None:
     args = P.parse_args(
-        ("train", "beam", "greedy", "beam_xla", "greedy_xla", "matmul", "pipeline", "breakdown"),
+        (
+            "train",
+            "train_xla",
+            "beam",
+            "greedy",
+            "beam_xla",
+            "greedy_xla",
+            "matmul",
+            "pipeline",
+            "breakdown",
+        ),
         ("float32", "bfloat16", "int8"),
     )
-    tasks = {"train": train, "matmul": matmul}
+    tasks = {"train": train, "train_xla": train, "matmul": matmul}
     tasks.update({name: decode for name in ("beam", "greedy", "beam_xla", "greedy_xla")})
     {**tasks, "pipeline": pipeline, "breakdown": breakdown}[args.task](args)
 
