@@ -3,6 +3,7 @@ their slow paths."""
 
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 
 import numpy as np
@@ -419,3 +420,51 @@ def test_search_survives_savedmodel_export(tmp_path):
     got = loaded.search(inputs)
     np.testing.assert_array_equal(got["ids"].numpy(), expected["ids"].numpy())
     np.testing.assert_allclose(got["scores"].numpy(), expected["scores"].numpy(), atol=1e-6)
+
+
+def test_weights_cast_once_give_the_per_step_casts_results():
+    """A mixed-bfloat16 model decodes with its matrices cast to bfloat16 once per search
+    (`compute_dtype_weights`): the logits of every step, and the search's hypotheses and scores,
+    are those of the casts Keras makes at each read, bit for bit; inside the scope a kernel
+    reads as the cast copy itself, with no cast of its own."""
+    model = tiny_model(vocab_size=40, seed=3, overrides=",precision=mixed_bfloat16")
+    inputs = np.array([[5, 6, 7, 1, 0, 0], [2, 3, 4, 5, 6, 1]], np.int32)
+    kernel = model.embedding.embeddings
+    scope = transformer_step.compute_dtype_weights(model)
+    with scope:
+        assert kernel.value is scope.state_mapping[id(kernel)]
+        assert kernel.value.dtype == tf.bfloat16
+    assert kernel.value.dtype == tf.float32  # outside, the variable itself
+    copied = {id(v) for v in model.variables if len(v.shape) >= 2}
+    assert set(scope.state_mapping) == copied
+
+    memory, mask = model.encode(inputs)
+    state = model.project_memory(memory, mask)
+    caches = [model.init_cache(2, 5), model.init_cache(2, 5)]
+    ids = tf.zeros([2], tf.int32)
+    for index in range(5):
+        plain, caches[0] = model.decode_step(ids, index, caches[0], state)
+        with scope:
+            cast_once, caches[1] = model.decode_step(ids, index, caches[1], state)
+        np.testing.assert_array_equal(cast_once.numpy(), plain.numpy())
+        ids = tf.argmax(plain, axis=-1, output_type=tf.int32)
+
+    @tf.function
+    def searches(x):
+        step_fn, cache = transformer_step.model_step_fn(model, x, 8)
+        fast = search.beam_search(step_fn, cache, 2, 3, 0.6, 8, nbest=2)
+
+        def per_step_casts(ids, index, state):
+            return model.decode_step(ids, index, state, model.project_memory(memory, mask))
+
+        slow = search.beam_search(per_step_casts, model.init_cache(2, 8), 2, 3, 0.6, 8, nbest=2)
+        return fast, slow
+
+    fast, slow = searches(inputs)
+    np.testing.assert_array_equal(fast.ids.numpy(), slow.ids.numpy())
+    np.testing.assert_array_equal(fast.scores.numpy(), slow.scores.numpy())
+
+
+def test_float32_model_gets_an_empty_scope():
+    model = tiny_model(vocab_size=20, seed=1)
+    assert isinstance(transformer_step.compute_dtype_weights(model), contextlib.nullcontext)
