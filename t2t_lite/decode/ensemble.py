@@ -88,7 +88,7 @@ class Ensemble:
         )
 
     def init_cache(
-        self, batch: int | tf.Tensor, max_length: int | tf.Tensor, fixed: bool = False
+        self, batch: int | tf.Tensor, max_length: int | tf.Tensor, fixed: bool | str = False
     ) -> tuple:
         """One empty decoding cache per member."""
         return tuple(m.init_cache(batch, max_length, fixed) for m in self.models)

@@ -32,16 +32,17 @@ def model_step_fn(
     inputs: tf.Tensor,
     max_length: int | tf.Tensor,
     use_cache: bool = True,
-    fixed_shapes: bool = False,
+    fixed_shapes: bool | str = False,
 ) -> tuple[StepFn, Any]:
     """A step function and its initial cache that decode `inputs` [batch, source] with a
     `Transformer` for up to `max_length` positions.
 
     use_cache=True uses the model's incremental decoder (keys and values of earlier positions kept
     in the cache), which grows a position per step; with `fixed_shapes` it is a `max_length`
-    buffer instead, the same in every step, as XLA needs. use_cache=False recomputes the whole
-    prefix with `model.decode` at every step; it is the slow reference that the cached path is
-    tested and benchmarked against.
+    buffer instead, the same in every step, as XLA needs ("in_place": written in place, for
+    searches that never reorder rows; `MultiHeadAttention.empty_cache`). use_cache=False
+    recomputes the whole prefix with `model.decode` at every step; it is the slow reference that
+    the cached path is tested and benchmarked against.
     """
     memory, memory_mask = model.encode(inputs)
     if use_cache:
@@ -180,7 +181,9 @@ def sample_ids(
     inputs = tf.convert_to_tensor(inputs, tf.int32)
     max_lengths, buffer = _search_length(model, inputs, extra_length, fixed_shapes)
     step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
-    step_fn, cache = model_step_fn(model, inputs, step_length, fixed_shapes=fixed_shapes)
+    # Rows are never reordered here, so a fixed cache is written in place.
+    fixed = "in_place" if fixed_shapes else False
+    step_fn, cache = model_step_fn(model, inputs, step_length, fixed_shapes=fixed)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
     return sample_search(

@@ -156,11 +156,12 @@ class Transformer(keras.Model):
         return {"layers": self.decoder.project_memory(memory), "mask": memory_mask}
 
     def init_cache(
-        self, batch: int | tf.Tensor, max_length: int | tf.Tensor, fixed: bool = False
+        self, batch: int | tf.Tensor, max_length: int | tf.Tensor, fixed: bool | str = False
     ) -> dict[str, Any]:
         """The empty self-attention state of `batch` rows for up to `max_length` steps. It grows
-        by a position per step; with `fixed`, it is a `max_length` buffer written in place, whose
-        shapes XLA can compile (`MultiHeadAttention.empty_cache`)."""
+        by a position per step; with `fixed` (True, or "in_place" for searches that never reorder
+        rows), it is a `max_length` buffer written one position per step, whose shapes XLA can
+        compile (`MultiHeadAttention.empty_cache`)."""
         return {"layers": self.decoder.init_cache(batch, max_length, fixed)}
 
     def decode_step(

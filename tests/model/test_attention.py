@@ -67,25 +67,32 @@ def test_incremental_cache_equals_full_self_attention():
     assert np.abs(np.concatenate(steps, 1) - full.numpy()).max() < 1e-5
 
 
-def test_fixed_length_cache_equals_full_self_attention():
-    """The fixed-length cache (XLA's shapes) is written in place and attends to the positions
-    written so far only: zeros in the rest of the buffer must not leak into the softmax."""
+@pytest.mark.parametrize("fixed, kind", [(True, "buffer"), ("in_place", "slots")])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_fixed_length_cache_equals_full_self_attention(fixed, kind, compiled):
+    """The fixed-length cache (XLA's shapes) is written one position per step, by a `tf.where`
+    over the buffer or in place, and attends to the positions written so far only: zeros in the
+    rest of the buffer must not leak into the softmax. The same in a graph and under XLA."""
     rng = np.random.default_rng(4)
     layer = MultiHeadAttention(d_model=8, num_heads=2, key_dim=4, value_dim=6)
     layer.build((None, None, 8))
     x = rng.normal(size=(2, 5, 8)).astype(np.float32)
     full = layer(x, attention_mask=attention_mask(5, tf.ones([2, 5], tf.bool), causal=True))
-    cache = layer.empty_cache(2, max_length=7, fixed=True)
+    cache = layer.empty_cache(2, max_length=7, fixed=fixed)
+    position = tf.function(
+        lambda query, cache, i: layer(query, cache=cache, decode_index=i), jit_compile=compiled
+    )
     steps = []
     for i in range(5):
-        out, cache = layer(x[:, i : i + 1], cache=cache, decode_index=tf.constant(i))
-        assert cache["key_buffer"].shape == (2, 2, 7, 4)
-        assert cache["value_buffer"].shape == (2, 2, 7, 6)
+        out, cache = position(x[:, i : i + 1], cache, tf.constant(i))
+        assert sorted(cache) == [f"key_{kind}", f"value_{kind}"]
+        assert cache[f"key_{kind}"].shape == (2, 2, 7, 4)
+        assert cache[f"value_{kind}"].shape == (2, 2, 7, 6)
         steps.append(out.numpy())
     assert np.abs(np.concatenate(steps, 1) - full.numpy()).max() < 1e-5
     # Positions 5 and 6 were never written.
-    np.testing.assert_array_equal(cache["key_buffer"].numpy()[:, :, 5:], 0.0)
-    assert np.abs(cache["key_buffer"].numpy()[:, :, :5]).min() > 0.0
+    np.testing.assert_array_equal(cache[f"key_{kind}"].numpy()[:, :, 5:], 0.0)
+    assert np.abs(cache[f"key_{kind}"].numpy()[:, :, :5]).min() > 0.0
 
 
 def test_grouped_queries_over_shared_memory_equal_tiled_memory():

@@ -100,7 +100,7 @@ class MultiHeadAttention(keras.layers.Layer):
         return {name: _heads_first(value) for name, value in self.project_memory(memory).items()}
 
     def empty_cache(
-        self, batch: tf.Tensor | int, max_length: tf.Tensor | int = 0, fixed: bool = False
+        self, batch: tf.Tensor | int, max_length: tf.Tensor | int = 0, fixed: bool | str = False
     ) -> dict:
         """Self-attention keys [batch, h, 0, d_k] and values [batch, h, 0, d_v]: no positions yet.
 
@@ -111,11 +111,17 @@ class MultiHeadAttention(keras.layers.Layer):
         fixed=True: zero buffers "key_buffer" [batch, h, max_length, d_k] and "value_buffer"
         [batch, h, max_length, d_v] instead, written one position per step. Every step then has
         the same shapes, which XLA compiles (`jit_compile`); on the CPU without XLA the growing
-        cache is faster (docs/design.md).
+        cache is faster (docs/design.md). A step writes them with a `tf.where` over the whole
+        buffer, which XLA fuses with the beams' reordering of the cache.
+        fixed="in_place": the same buffers as "key_slots" and "value_slots", which a step writes
+        at its one position (a dynamic-update-slice, in place under XLA): for the searches that
+        never reorder the cache's rows (greedy search, sampling), where rewriting the whole
+        buffer is the larger cost (bench/RESULTS.md).
         """
         if fixed:
+            kind = "slots" if fixed == "in_place" else "buffer"
             return {
-                f"{name}_buffer": tf.zeros(
+                f"{name}_{kind}": tf.zeros(
                     [batch, self.num_heads, max_length, dim], self.compute_dtype
                 )
                 for name, dim in (("key", self.key_dim), ("value", self.value_dim))
@@ -130,19 +136,21 @@ class MultiHeadAttention(keras.layers.Layer):
         (`empty_cache`) --> (output [batch, 1, d_model], the cache with the position added)."""
         q = self._project(query, self.query_dense)  # --> [batch, 1, heads, d_k]
         step = {name: _heads_first(t) for name, t in self.project_memory(query).items()}
-        if "key_buffer" not in cache:
+        if "key" in cache:
             # [batch, heads, index, d] --> [batch, heads, index + 1, d]
             cache = {name: tf.concat([cache[name], step[name]], axis=2) for name in step}
             return self._attend_heads(q, cache["key"], cache["value"], None), cache
-        positions = tf.range(tf.shape(cache["key_buffer"])[2])  # --> [max_length]
-        written = tf.equal(positions, index)[:, None]  # --> [max_length, 1]
-        cache = {
-            f"{name}_buffer": tf.where(written, step[name], cache[f"{name}_buffer"])
-            for name in step
-        }
+        kind = "slots" if "key_slots" in cache else "buffer"
+        buffers = {name: cache[f"{name}_{kind}"] for name in step}
+        positions = tf.range(tf.shape(buffers["key"])[2])  # --> [max_length]
+        if kind == "slots":
+            buffers = {name: _write_position(buffers[name], step[name], index) for name in step}
+        else:
+            written = tf.equal(positions, index)[:, None]  # --> [max_length, 1]
+            buffers = {name: tf.where(written, step[name], buffers[name]) for name in step}
         seen = (positions <= index)[None, None, :]  # --> [1, 1, max_length]
-        output = self._attend_heads(q, cache["key_buffer"], cache["value_buffer"], seen)
-        return output, cache
+        output = self._attend_heads(q, buffers["key"], buffers["value"], seen)
+        return output, {f"{name}_{kind}": buffer for name, buffer in buffers.items()}
 
     def call(
         self, query, memory=None, attention_mask=None, cache=None, decode_index=None, training=None
@@ -216,6 +224,15 @@ class MultiHeadAttention(keras.layers.Layer):
             attention_dropout=self.attention_dropout,
         )
         return config
+
+
+def _write_position(buffer: tf.Tensor, value: tf.Tensor, index) -> tf.Tensor:
+    """buffer [batch, h, max_length, d] with value [batch, h, 1, d] at position `index`.
+
+    `keras.ops.slice_update` is XLA's dynamic-update-slice on TensorFlow, which XLA writes in
+    place where nothing else reads the old buffer (`empty_cache(..., fixed="in_place")`)."""
+    zero = tf.zeros([], tf.int32)
+    return keras.ops.slice_update(buffer, [zero, zero, tf.cast(index, tf.int32), zero], value)
 
 
 def _heads_first(x: tf.Tensor) -> tf.Tensor:

@@ -339,10 +339,11 @@ class Decoder(_Stack):
         return self._finish(x), self_maps, cross_maps
 
     def init_cache(
-        self, batch: tf.Tensor | int, max_length: tf.Tensor | int, fixed: bool = False
+        self, batch: tf.Tensor | int, max_length: tf.Tensor | int, fixed: bool | str = False
     ) -> list[dict]:
         """Per layer: empty self-attention keys/values [batch, heads, 0, d] (they grow), or
-        with `fixed` zero buffers [batch, heads, max_length, d] (`empty_cache`)."""
+        with `fixed` (True or "in_place") zero buffers [batch, heads, max_length, d]
+        (`empty_cache`)."""
         return [layer.self_attention.empty_cache(batch, max_length, fixed) for layer in self.blocks]
 
     def project_memory(self, memory: tf.Tensor) -> list[dict]:
