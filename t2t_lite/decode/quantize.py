@@ -86,3 +86,10 @@ def _one_garbage_collection() -> Iterator[None]:
 def quantized_layers(model: keras.Model) -> list[keras.layers.Layer]:
     """The layers of `model` that hold quantized weights, in model order."""
     return [layer for layer in model._flatten_layers() if layer.quantization_mode is not None]
+
+
+def multiplies_in_8_bits(model) -> bool:
+    """Whether any layer of `model` (of each member of an `Ensemble`) runs its product through
+    oneDNN's 8-bit op (`int8_product.prepare`): an op that XLA cannot compile."""
+    members = getattr(model, "models", (model,))
+    return any(int8_product.prepared(layer) for m in members for layer in quantized_layers(m))

@@ -21,6 +21,7 @@ from absl import logging
 from t2t_lite.data import iter_raw_lines
 from t2t_lite.decode.batches import bucket_rows, bucket_width, pad_batch, token_batches
 from t2t_lite.decode.ensemble import parse_weights
+from t2t_lite.decode.quantize import multiplies_in_8_bits
 from t2t_lite.decode.replicas import decode_strategy, split_rows
 from t2t_lite.decode.run import Run
 from t2t_lite.decode.search import SearchResult
@@ -77,6 +78,12 @@ class Translator:
             raise ValueError(
                 f"--jit_compile decodes on one device, but --strategy has "
                 f"{strategy.num_replicas_in_sync} replicas; use --strategy=default"
+            )
+        if jit_compile and multiplies_in_8_bits(model):
+            raise ValueError(
+                "--jit_compile with --quantize=int8 on a float32 model: its 8-bit products are "
+                "a oneDNN op that XLA cannot compile; drop one of the two flags (the int8 "
+                "weights of a bfloat16 model compile)"
             )
         self.jit_compile = jit_compile
         spec = tf.TensorSpec([None, None], tf.int32)
@@ -292,13 +299,6 @@ class DecodeConfig:
     quantize: str = "none"  # "int8": int8 weights (t2t_lite.decode.quantize)
     strategy: str = "default"  # t2t_lite.runtime.distribute.STRATEGIES; see decode_strategy
     jit_compile: bool = False  # XLA compiles the search (Translator)
-
-    def __post_init__(self):
-        if self.jit_compile and self.quantize == "int8":
-            raise ValueError(
-                "--jit_compile with --quantize=int8: the 8-bit products are a oneDNN op that "
-                "XLA cannot compile; drop one of the two flags"
-            )
 
     def restore(self) -> Run:
         """`Run.restore` with these flags; a --problem other than the run's is refused."""
