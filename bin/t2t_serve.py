@@ -3,6 +3,7 @@
   t2t-serve --output_dir=runs/ende              # a training run, as t2t-decode restores it
   t2t-serve --export_dir=/srv/models/ende       # a t2t-export SavedModel (its newest version)
   t2t-serve --output_dir=runs/ende --port=8081 --beam_size=4 --max_sentences=8
+  t2t-serve --output_dir=runs/ende --jit_compile   # each search compiled by XLA
 
 Open http://127.0.0.1:8080/ for the page; http://127.0.0.1:8080/docs describes the API. The
 page translates sentences with a chosen beam size, alpha and n-best, shows every layer's and
@@ -30,6 +31,7 @@ flags.DEFINE_integer("max_characters", 1000, "Characters per sentence.", lower_b
 flags.DEFINE_integer("max_concurrent", 2, "Searches at once; more get 429.", lower_bound=1)
 search_flags.define_search_flags()
 search_flags.define_quantize_flag()
+search_flags.define_jit_compile_flag()
 flags.adopt_module_key_flags(search_flags)
 
 
@@ -50,6 +52,7 @@ def main() -> None:
         FLAGS.data_dir,
         search=search_flags.search_overrides(),
         quantize=FLAGS.quantize,
+        jit_compile=FLAGS.jit_compile,
     )
     server.serve(backend, limits, FLAGS.host, FLAGS.port)
 

@@ -96,6 +96,26 @@ def test_int8_backend_serves_what_t2t_decode_quantize_writes(output_dir, tmp_pat
         np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=2e-6)
 
 
+def test_jit_compile_backend_serves_the_plain_searchs_hypotheses(output_dir, client):
+    """t2t-serve --jit_compile: every search compiled by XLA (`Translator(jit_compile=True)`)
+    serves the hypotheses and scores of the plain search."""
+    lines = serve_helpers.sentences(6, seed=12)
+    request = {"sentences": lines, "nbest": 2}
+    backend = load_backend(output_dir=output_dir, jit_compile=True)
+    assert backend.translators.get(backend.capabilities.defaults).jit_compile
+    with TestClient(create_app(backend, LIMITS)) as compiled_client:
+        compiled = compiled_client.post("/api/translate", json=request).json()["results"]
+    plain = client.post("/api/translate", json=request).json()["results"]
+    for got, want in zip(compiled, plain, strict=True):
+        assert [h["text"] for h in got["hypotheses"]] == [h["text"] for h in want["hypotheses"]]
+        np.testing.assert_allclose(
+            [h["score"] for h in got["hypotheses"]],
+            [h["score"] for h in want["hypotheses"]],
+            rtol=1e-5,
+            atol=1e-5,
+        )
+
+
 def test_default_settings_are_the_runs(output_dir, client):
     run = Run.restore(output_dir)
     answer = client.post("/api/translate", json={"sentences": ["we saw the box"]}).json()
@@ -276,6 +296,8 @@ def test_load_backend_flags_and_binding_warning(output_dir):
         load_backend(export_dir="x", checkpoint="c", search={"beam_size": 2, "alpha": None})
     with pytest.raises(ValueError, match="--quantize: only with --output_dir"):
         load_backend(export_dir="x", quantize="int8")
+    with pytest.raises(ValueError, match="--jit_compile: only with --output_dir"):
+        load_backend(export_dir="x", jit_compile=True)
     with pytest.raises(FileNotFoundError, match="--export_dir="):
         load_backend(export_dir=output_dir)
     for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):

@@ -29,10 +29,13 @@ from t2t_lite.serve.web.backend import PARSING_METRIC, Capabilities, attention_j
 class TranslatorCache:
     """Translators of one run by search settings, the `size` most recently used kept."""
 
-    def __init__(self, run: Run, batch_tokens: int = 4096, size: int = 8):
+    def __init__(
+        self, run: Run, batch_tokens: int = 4096, size: int = 8, jit_compile: bool = False
+    ):
         if size < 1:
             raise ValueError(f"the translator cache needs a size of at least 1, got {size}")
         self.run, self.batch_tokens, self.size = run, batch_tokens, size
+        self.jit_compile = jit_compile
         self._translators: collections.OrderedDict[SearchSettings, Translator] = (
             collections.OrderedDict()
         )
@@ -52,6 +55,7 @@ class TranslatorCache:
                     self.batch_tokens,
                     run.problem.postprocess,
                     run.constraint,
+                    jit_compile=self.jit_compile,
                 )
             self._translators[settings] = translator  # now the most recent
             while len(self._translators) > self.size:
@@ -65,9 +69,11 @@ class TranslatorCache:
 class RunBackend:
     """A restored run (`Run.restore`) behind `t2t-serve`; see `Backend`."""
 
-    def __init__(self, run: Run, batch_tokens: int = 4096, cache_size: int = 8):
+    def __init__(
+        self, run: Run, batch_tokens: int = 4096, cache_size: int = 8, jit_compile: bool = False
+    ):
         self.run = run
-        self.translators = TranslatorCache(run, batch_tokens, cache_size)
+        self.translators = TranslatorCache(run, batch_tokens, cache_size, jit_compile)
         self._facts = {**run.describe(), **run_facts(run), "source": "run"}
         for key in ("output_dir", "checkpoint", "data_dir"):
             self._facts[key] = os.path.abspath(self._facts[key])

@@ -21,10 +21,11 @@ def load_backend(
     data_dir: str | None = None,
     search: Mapping[str, Any] | None = None,
     quantize: str = "none",
+    jit_compile: bool = False,
 ) -> Backend:
     """A `RunBackend` for `output_dir` (restored as t2t-decode restores it, `search` over the
-    problem's defaults, `quantize` as t2t-decode's --quantize) or a `SavedModelBackend` for
-    `export_dir`; exactly one of the two."""
+    problem's defaults, `quantize` and `jit_compile` as t2t-decode's flags) or a
+    `SavedModelBackend` for `export_dir`; exactly one of the two."""
     if bool(output_dir) == bool(export_dir):
         raise ValueError(
             "give exactly one of --output_dir (a training run) and --export_dir (a SavedModel)"
@@ -33,6 +34,7 @@ def load_backend(
         given = {f"--{name}": value for name, value in (search or {}).items()}
         given.update({"--checkpoint": checkpoint, "--data_dir": data_dir})
         given["--quantize"] = quantize if quantize != "none" else None
+        given["--jit_compile"] = True if jit_compile else None
         flags = sorted(name for name, value in given.items() if value is not None)
         if flags:
             raise ValueError(
@@ -47,7 +49,7 @@ def load_backend(
     from t2t_lite.serve.web.run_backend import RunBackend
 
     run = Run.restore(output_dir, checkpoint, data_dir, search=search, quantize=quantize)
-    return RunBackend(run)
+    return RunBackend(run, jit_compile=jit_compile)
 
 
 def loopback_warning(host: str, port: int) -> str | None:
