@@ -112,11 +112,12 @@ class MultiHeadAttention(keras.layers.Layer):
         [batch, h, max_length, d_v] instead, written one position per step. Every step then has
         the same shapes, which XLA compiles (`jit_compile`); on the CPU without XLA the growing
         cache is faster (docs/design.md). A step writes them with a `tf.where` over the whole
-        buffer, which XLA fuses with the beams' reordering of the cache.
+        buffer, which measured faster than an in-place write where beam search reorders the
+        cache's rows at every step (bench/RESULTS.md, change 11).
         fixed="in_place": the same buffers as "key_slots" and "value_slots", which a step writes
         at its one position (a dynamic-update-slice, in place under XLA): for the searches that
         never reorder the cache's rows (greedy search, sampling), where rewriting the whole
-        buffer is the larger cost (bench/RESULTS.md).
+        buffer is the larger cost.
         """
         if fixed:
             kind = "slots" if fixed == "in_place" else "buffer"
