@@ -35,6 +35,12 @@ from t2t_lite.runtime.atomic_io import file_sha256
 from t2t_lite.runtime.run_info import RUN_INFO_FILE, RunInfo
 
 
+def members(model) -> tuple:
+    """The models an `Ensemble` averages, or `(model,)` for one model: what per-model work
+    (quantizing, casting weights, counting parameters) iterates over."""
+    return getattr(model, "models", (model,))
+
+
 class Ensemble:
     """Models searched as one: at each step the log of the weighted mean of their probabilities.
 

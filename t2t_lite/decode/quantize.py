@@ -32,6 +32,7 @@ from collections.abc import Iterator
 
 import keras
 
+from t2t_lite.decode.ensemble import members
 from t2t_lite.decode.search_flags import QUANTIZE_MODES
 from t2t_lite.model.layers import SharedEmbedding, int8_product
 
@@ -52,7 +53,7 @@ def quantize_model(model, mode: str | None) -> None:
     mode "none" (or None) leaves it as it is."""
     if check_mode(mode) == "none":
         return
-    for member in getattr(model, "models", (model,)):  # an Ensemble's members, or the model
+    for member in members(model):
         if member.compute_dtype == "float16":
             # Keras refuses int8 with float16 compute (int8 sums overflow its range).
             raise ValueError(
@@ -91,5 +92,6 @@ def quantized_layers(model: keras.Model) -> list[keras.layers.Layer]:
 def multiplies_in_8_bits(model) -> bool:
     """Whether any layer of `model` (of each member of an `Ensemble`) runs its product through
     oneDNN's 8-bit op (`int8_product.prepare`): an op that XLA cannot compile."""
-    members = getattr(model, "models", (model,))
-    return any(int8_product.prepared(layer) for m in members for layer in quantized_layers(m))
+    return any(
+        int8_product.prepared(layer) for m in members(model) for layer in quantized_layers(m)
+    )

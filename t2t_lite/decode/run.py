@@ -137,7 +137,7 @@ class Run:
             quantize_model(model, quantize)
         logging.info("restored %s (problem %s, hparams %s)", path, info.problem, info.hparams_set)
         if quantize != "none":
-            for member in getattr(model, "models", (model,)):
+            for member in ensemble.members(model):
                 layers = quantized_layers(member)
                 fast = sum(int8_product.prepared(layer) for layer in layers)
                 logging.info(

@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite.decode.constraint import Constraint, constrained_step_fn
+from t2t_lite.decode.ensemble import members
 from t2t_lite.decode.search import (
     SearchResult,
     StepFn,
@@ -94,7 +95,7 @@ def compute_dtype_weights(model) -> contextlib.AbstractContextManager:
     member's copies.
     """
     pairs = []
-    for member in getattr(model, "models", (model,)):
+    for member in members(model):
         compute = tf.as_dtype(member.compute_dtype)
         pairs += [
             (variable, tf.cast(variable.value, compute))

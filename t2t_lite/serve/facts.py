@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from t2t_lite.decode.ensemble import members
 from t2t_lite.decode.run import Run
 from t2t_lite.runtime.checkpoints import checkpoint_step
 
@@ -15,7 +16,7 @@ from t2t_lite.runtime.checkpoints import checkpoint_step
 def parameter_count(model: Any) -> int:
     """Trainable and non-trainable weights of a Transformer, or of every member of an
     `Ensemble` (which has `models`)."""
-    return int(sum(m.count_params() for m in getattr(model, "models", (model,))))
+    return int(sum(m.count_params() for m in members(model)))
 
 
 def run_facts(run: Run) -> dict[str, Any]:

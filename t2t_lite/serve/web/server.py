@@ -34,7 +34,7 @@ def load_backend(
         given = {f"--{name}": value for name, value in (search or {}).items()}
         given.update({"--checkpoint": checkpoint, "--data_dir": data_dir})
         given["--quantize"] = quantize if quantize != "none" else None
-        given["--jit_compile"] = True if jit_compile else None
+        given["--jit_compile"] = jit_compile or None
         flags = sorted(name for name, value in given.items() if value is not None)
         if flags:
             raise ValueError(
