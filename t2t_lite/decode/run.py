@@ -137,6 +137,7 @@ class Run:
             quantize_model(model, quantize)
         logging.info("restored %s (problem %s, hparams %s)", path, info.problem, info.hparams_set)
         if quantize != "none":
+            logging.info("%s: %s", quantize, int8_product.check().describe())
             for member in ensemble.members(model):
                 layers = quantized_layers(member)
                 fast = sum(int8_product.prepared(layer) for layer in layers)

@@ -21,7 +21,7 @@ from t2t_lite.decode.quantize import check_mode, quantize_model, quantized_layer
 from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import Translator
 from t2t_lite.hparams import get_hparams
-from t2t_lite.model.layers import SharedEmbedding, int8_product
+from t2t_lite.model.layers import SharedEmbedding, int8_kernel, int8_product
 from t2t_lite.model.transformer import Transformer
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -190,6 +190,26 @@ def test_int8_translates_as_float32(trained):
     assert differ.sum() <= (2 if int8_product.available() else 0), np.flatnonzero(differ)
 
 
+@pytest.mark.skipif(
+    bool(os.environ.get("ONEDNN_MAX_CPU_ISA")), reason="already under a forced kernel"
+)
+@pytest.mark.parametrize("cap", int8_kernel.forcible())
+def test_the_same_checks_under_another_onednn_kernel(cap):
+    """The tolerance, translation and cache tests again in a process whose oneDNN runs another
+    int8 kernel (int8_kernel.forcible): one with int32 sums below AMX, one that clips int16 pair
+    sums. Each must pass, with 8-bit products where `check` found the kernel exact and Keras'
+    weight-only products where it did not."""
+    selected = "tolerance or translates_as_float32 or cached_int8"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", selected, __file__],
+        capture_output=True,
+        text=True,
+        env={**ENV, "ONEDNN_MAX_CPU_ISA": cap},
+        timeout=600,
+    )
+    assert done.returncode == 0 and "3 passed" in done.stdout, done.stdout[-3000:]
+
+
 def test_cached_int8_decoding_equals_recomputation(trained):
     """Every call path of the quantized layers (the 2-D views of the cached step, the memory
     projected once, the whole prefix recomputed) uses the same int8 weights."""
@@ -252,6 +272,7 @@ def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path):
     )  # fmt: skip
     assert decoded.returncode == 0, decoded.stderr[-3000:]
     assert "int8: 33 layers quantized" in decoded.stderr
+    assert f"int8: {int8_product.check().describe()}" in decoded.stderr  # the kernel, once
     names = [f"in:{i}" for i in range(30)]
     expected = Translator.from_run(trained["int8"]).translate(trained["lines"][:30], names)
     assert target.read_text().splitlines() == [h[0].text for h in expected]
