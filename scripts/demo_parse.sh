@@ -3,11 +3,12 @@
 #   datagen (GUM's document split) -> t2t-train with a time budget (the schedule fitted to the
 #   minutes; the better of the last, averaged and EMA weights kept in run/final) -> t2t-decode
 #   (constrained: well-formed trees over the source words) -> t2t-evalb against the gold trees.
-# Settings (environment): GUM_DIR, DEMO_DIR, TRAIN_MINUTES, BEAM_SIZE, HPARAMS.
+# Settings (environment): GUM_DIR (a folder of GUM's *.ptb files; default: fetched by
+# scripts/fetch_gum.py into ~/.cache/t2t_lite, checked and resumable), DEMO_DIR, TRAIN_MINUTES,
+# BEAM_SIZE, HPARAMS.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-GUM_DIR=${GUM_DIR:-../shared/data/gum}
 DEMO_DIR=${DEMO_DIR:-/tmp/t2t_demo_parse}
 TRAIN_MINUTES=${TRAIN_MINUTES:-27}  # with datagen and decoding, within 30 minutes
 BEAM_SIZE=${BEAM_SIZE:-48}  # chosen on the dev documents (docs/parsing.md); the problem's default is the paper's 21
@@ -15,9 +16,12 @@ HPARAMS=${HPARAMS:-}
 BIN=.venv/bin
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 
-if [ ! -d "$GUM_DIR" ] || ! ls "$GUM_DIR"/*.ptb > /dev/null 2>&1; then
-    echo "demo-parse: skipped: no GUM trees (*.ptb) in $GUM_DIR (../shared/data is absent)"
-    exit 0
+if [ -z "${GUM_DIR:-}" ]; then
+    GUM_DIR=$("$BIN/python" scripts/fetch_gum.py) || exit 2  # its error line says what to do
+elif ! ls "$GUM_DIR"/*.ptb > /dev/null 2>&1; then
+    echo "demo-parse: error: GUM_DIR=$GUM_DIR holds no *.ptb files: point it at GUM's const/" \
+        "folder, or unset it to fetch the trees" >&2
+    exit 2
 fi
 start=$(date +%s)
 stamp() { echo "demo-parse: [$(( $(date +%s) - start ))s] $*"; }

@@ -73,10 +73,20 @@ def _source_copy(destination: Path) -> Path:
     return destination
 
 
+def test_setup_py_is_a_shim_over_pyproject():
+    """setup.py declares nothing of its own: a bare setup() call, so pyproject.toml stays the one
+    place for the package's metadata (the wheel below is built with setup.py present)."""
+    tree = ast.parse((REPO / "setup.py").read_text(encoding="utf-8"))
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    assert len(calls) == 1 and calls[0].func.id == "setup", ast.dump(tree)
+    assert not calls[0].args and not calls[0].keywords
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("packaging")
     source = _source_copy(root / "source")
+    assert (source / "setup.py").is_file()
     built = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", "tmp", "."],
         cwd=source,

@@ -48,7 +48,7 @@ _ATTRIBUTE = "_t2t_int8_product"
 EXACT_TOLERANCE = 0.5
 # The probes of `check`: rows x contracted x output sizes, few rows (a decoding step) and many (a
 # whole batch teacher-forced), since oneDNN may dispatch them to different kernels.
-PROBES = ((7, 48, 30), (64, 256, 64), (1600, 64, 24), (300, 512, 48))
+PROBES = ((7, 48, 30), (64, 256, 64), (1600, 64, 24), (300, 512, 48), (4096, 32, 16))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +138,9 @@ def prepare(layer: keras.layers.Layer) -> bool:
     if layer.quantization_mode != "int8" or layer.compute_dtype != "float32" or not available():
         return False  # a bfloat16 model keeps its bfloat16 products (faster; docs/decoding.md)
     if hasattr(layer, "embeddings_scale"):  # SharedEmbedding: logits x E^T, a scale per row of E
-        kernel = tf.transpose(tf.convert_to_tensor(layer.embeddings))  # --> [d_model, vocab]
+        # --> [d_model, vocab], transposed in NumPy: TensorFlow's int8 Transpose logs an error
+        # line ("oneDNN supports DT_INT8 only on platforms with AVX-512") on every x86 CPU.
+        kernel = tf.constant(np.ascontiguousarray(layer.embeddings.numpy().T))
         scale = tf.convert_to_tensor(layer.embeddings_scale)
     else:
         kernel = _kernel_2d(layer, tf.convert_to_tensor(layer._kernel))
