@@ -11,7 +11,7 @@ same work. "cached" keeps earlier keys and values (`Transformer.decode_step`); "
 `Transformer.decode` over the whole prefix at every step (like tensor2tensor's slow path, it also
 projects every prefix position onto the vocabulary). Each timing is the best of `repeats` runs of
 one `tf.function`, after one untimed run that traces it. `--quantize=int8` adds the cached search
-of the same model with int8 weights (`t2t_lite.decode.quantize`) and its ratio to float32's, the
+of the same model with int8 weights (`t2t_lite.model.quantize`) and its ratio to float32's, the
 median over the repeats of each repeat's pair (timed back to back). `--xla` adds, the same way,
 the search that XLA compiles (`fixed_shapes`: a fixed-length cache, one `jit_compile` function).
 """
@@ -26,8 +26,9 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from t2t_lite.decode import quantize, search, transformer_step
+from t2t_lite.decode import search, transformer_step
 from t2t_lite.hparams import get_hparams
+from t2t_lite.model import quantize
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.vocabulary import EOS_ID
 

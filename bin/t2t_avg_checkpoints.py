@@ -21,7 +21,7 @@ flags.DEFINE_string("averaged_dir", None, "Where to write (default: output_dir/a
 
 
 def main() -> None:
-    from t2t_lite.train.averaging import average_run  # TensorFlow: after --help
+    from t2t_lite.run.averaging import average_run  # TensorFlow: after --help
 
     path, paths = average_run(
         FLAGS.output_dir, FLAGS.num_last, FLAGS.min_minutes, FLAGS.averaged_dir

@@ -52,8 +52,8 @@ flags.DEFINE_string("ct2_quantization", "float32", "CTranslate2's weights: int8,
 def main() -> None:
     if FLAGS.format == "ctranslate2":  # before the run is restored: a quick, clear error
         import_extra("ctranslate2", "ctranslate2", "ctranslate2", "t2t-export --format=ctranslate2")
-    from t2t_lite.decode.run import Run
     from t2t_lite.problems import import_usr_dir
+    from t2t_lite.run.run import Run
     from t2t_lite.serve import export  # after flag parsing: --help stays fast
 
     try:

@@ -29,9 +29,9 @@ flags.adopt_module_key_flags(search_flags)
 
 
 def main() -> None:
-    from t2t_lite.decode.run import Run
     from t2t_lite.decode.runner import Translator
     from t2t_lite.decode.visualize import pyplot, sentence_attention, write_pictures
+    from t2t_lite.run.run import Run
 
     pyplot()  # without matplotlib, fail before the model loads
     search = search_flags.search_overrides()

@@ -11,6 +11,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+# What `--quantize` takes (t2t_lite.model.quantize): "none" keeps the checkpoint's float weights.
+QUANTIZE_MODES = ("none", "int8")
+
 
 @dataclasses.dataclass(frozen=True)
 class SearchSettings:

@@ -103,7 +103,7 @@ def write_split(problem_name: str, data_dir: str, split: str, work: str) -> tupl
 def _steps(output_dir: str) -> int:
     import tensorflow as tf
 
-    from t2t_lite.runtime.checkpoints import checkpoint_step
+    from t2t_lite.run.checkpoints import checkpoint_step
 
     return checkpoint_step(tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints")))
 

@@ -160,7 +160,7 @@ def main() -> None:
 def summary(facts: dict) -> None:
     import tensorflow as tf
 
-    from t2t_lite.runtime.checkpoints import checkpoint_step
+    from t2t_lite.run.checkpoints import checkpoint_step
 
     checkpoint = tf.train.latest_checkpoint(os.path.join(facts["output_dir"], "checkpoints"))
     sizes = ", ".join(f"{s} {v['examples']:,}" for s, v in facts["splits"].items())

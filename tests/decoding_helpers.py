@@ -123,7 +123,8 @@ def write_tiny_run(
     root/data with the vocabulary, root/out with hparams.json and checkpoints/ckpt-1 of a random
     tiny model (or of `model`, a Transformer over those 13 ids, for `problem`). Returns
     (output_dir, model, data_dir)."""
-    from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+    from t2t_lite.run.layout import CHECKPOINT_DIR
+    from t2t_lite.run.run_info import RunInfo
 
     data_dir, output_dir = root / "data", root / "out"
     data_dir.mkdir()

@@ -17,7 +17,8 @@ import tensorflow as tf
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model import Transformer
 from t2t_lite.problems import get_problem
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+from t2t_lite.run.layout import CHECKPOINT_DIR
+from t2t_lite.run.run_info import RunInfo
 
 # 1 + 1 layers, 2 heads: attention maps small enough to compare whole.
 HPARAMS = "num_encoder_layers=1,num_decoder_layers=1,d_model=32,d_ff=64,num_heads=2,dropout=0.0"

@@ -12,7 +12,7 @@ global all-reduce, non-finite check, Adam), on transformer_small resized to the 
 configuration; train_xla the same with `jit_compile=true` (XLA compiles the forward pass and
 its gradients). beam / greedy: `t2t_lite.decode.search` with the cached decoder, EOS forbidden
 so that every output runs to the target length; --dtype=int8 decodes with int8 weights
-(`t2t_lite.decode.quantize`, what `t2t-decode --quantize=int8` runs). matmul: GFLOP/s of a
+(`t2t_lite.model.quantize`, what `t2t-decode --quantize=int8` runs). matmul: GFLOP/s of a
 [2048, 1024] x [1024, 1024] product (the shape of the model's largest training matmuls, scaled
 up) in TensorFlow, the ceiling that model FLOPs utilisation is measured against.
 """
@@ -31,9 +31,9 @@ import numpy as np  # noqa: E402
 import protocol as P  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite.decode import quantize, search, transformer_step  # noqa: E402
+from t2t_lite.decode import search, transformer_step  # noqa: E402
 from t2t_lite.hparams import get_hparams  # noqa: E402
-from t2t_lite.model import flops
+from t2t_lite.model import flops, quantize  # noqa: E402
 from t2t_lite.model.transformer import Transformer  # noqa: E402
 from t2t_lite.runtime import distribute
 from t2t_lite.train.step import Trainer, batch_stats  # noqa: E402

@@ -20,14 +20,14 @@ from absl import logging
 
 from t2t_lite.data import iter_raw_lines
 from t2t_lite.decode.batches import bucket_rows, bucket_width, pad_batch, token_batches
-from t2t_lite.decode.ensemble import parse_weights
-from t2t_lite.decode.quantize import multiplies_in_8_bits
 from t2t_lite.decode.replicas import decode_strategy, split_rows
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.search import SearchResult
 from t2t_lite.decode.transformer_step import score_ids, search_function
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.hparams.search_settings import parse_sampling
+from t2t_lite.model.ensemble import parse_weights
+from t2t_lite.model.quantize import multiplies_in_8_bits
+from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
 from t2t_lite.runtime.progress import DecodeProgress
 from t2t_lite.vocabulary import EOS_ID, UNK_ID
@@ -296,7 +296,7 @@ class DecodeConfig:
     batch_tokens: int = 4096
     # One weight per --checkpoint of an ensemble (numbers or their strings); None: equal.
     ensemble_weights: Sequence[float | str] | None = None
-    quantize: str = "none"  # "int8": int8 weights (t2t_lite.decode.quantize)
+    quantize: str = "none"  # "int8": int8 weights (t2t_lite.model.quantize)
     strategy: str = "default"  # t2t_lite.runtime.distribute.STRATEGIES; see decode_strategy
     jit_compile: bool = False  # XLA compiles the search (Translator)
 

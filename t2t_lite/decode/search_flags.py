@@ -11,11 +11,9 @@ from typing import Any
 
 from absl import flags
 
-from t2t_lite.hparams.search_settings import parse_sampling
+from t2t_lite.hparams.search_settings import QUANTIZE_MODES, parse_sampling
 
 SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained")
-# --quantize's values (t2t_lite.decode.quantize): "none" keeps the checkpoint's float weights.
-QUANTIZE_MODES = ("none", "int8")
 
 
 def define_search_flags() -> None:

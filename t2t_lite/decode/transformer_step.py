@@ -16,7 +16,6 @@ import keras
 import tensorflow as tf
 
 from t2t_lite.decode.constraint import Constraint, constrained_step_fn
-from t2t_lite.decode.ensemble import members
 from t2t_lite.decode.search import (
     SearchResult,
     StepFn,
@@ -25,6 +24,7 @@ from t2t_lite.decode.search import (
     write_column,
 )
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.model.ensemble import members
 from t2t_lite.model.layers.masks import padding_mask
 
 

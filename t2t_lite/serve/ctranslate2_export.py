@@ -38,7 +38,7 @@ from absl import logging
 from ctranslate2.specs import common_spec, model_spec, transformer_spec
 
 from t2t_lite.data.tokenizers import read_vocab_list
-from t2t_lite.decode.run import Run
+from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
 from t2t_lite.serve.export import EXPORT_INFO, write_version
 from t2t_lite.vocabulary import EOS_ID, PAD_ID, RESERVED_TOKENS, UNK_ID

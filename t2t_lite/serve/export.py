@@ -48,8 +48,8 @@ from absl import logging
 from t2t_lite.data import Tokenizer, trim_ids
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.constraint import Constraint
-from t2t_lite.decode.run import Run
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io, logs
 from t2t_lite.serve.attention_graph import graph_token_labels, stack_attention
 from t2t_lite.serve.facts import run_facts
@@ -128,7 +128,7 @@ class ServingFunctions:
         nbest signature returns `nbest` hypotheses (default: the beam size).
 
         Raises ValueError naming the problem when its decoding cannot be put in a graph."""
-        if hasattr(run.model, "models"):  # an Ensemble (t2t_lite.decode.ensemble)
+        if hasattr(run.model, "models"):  # an Ensemble (t2t_lite.model.ensemble)
             raise ValueError(
                 "--checkpoint names several checkpoints, an ensemble, which only t2t-decode "
                 "searches; export one (t2t-avg-checkpoints averages several into one)"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from t2t_lite.decode.ensemble import members
-from t2t_lite.decode.run import Run
-from t2t_lite.runtime.checkpoints import checkpoint_step
+from t2t_lite.model.ensemble import members
+from t2t_lite.run.checkpoints import checkpoint_step
+from t2t_lite.run.run import Run
 
 
 def parameter_count(model: Any) -> int:

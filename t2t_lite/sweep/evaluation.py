@@ -21,9 +21,9 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.data.pipeline import parse_examples
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import Translator
 from t2t_lite.problems.base import read_metadata
+from t2t_lite.run.run import Run
 from t2t_lite.train.step import BatchStats, batch_stats, sum_stats
 
 METRICS = ("bleu", "parse_f1", "accuracy")

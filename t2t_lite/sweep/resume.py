@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RUN_INFO_FILE
+from t2t_lite.run.layout import CHECKPOINT_DIR, RUN_INFO_FILE
 from t2t_lite.sweep.plan import PlannedRun, SweepConfig
 from t2t_lite.sweep.records import DONE_FILE, STATE_FILE, read_json, read_state
 

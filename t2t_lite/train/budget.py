@@ -35,6 +35,7 @@ from absl import logging
 
 from t2t_lite.hparams import HParams
 from t2t_lite.hparams.hparams_base import override_keys
+from t2t_lite.run.layout import BUDGET_FILE, RATE_FILE
 from t2t_lite.runtime import atomic_io
 
 # Steps of each process not used for the rate: tracing and the first batches' caches.
@@ -44,8 +45,6 @@ RATE_WINDOW_SECONDS = 60.0
 # The EMA of the weights a budget run keeps for the end-of-run choice, unless set. A run of a
 # few thousand steps changes fast; 0.995 averages over about the last 200 steps.
 DEFAULT_EMA_MOMENTUM = 0.995
-BUDGET_FILE = "budget.json"
-RATE_FILE = "peak_rate.json"
 
 
 def budget_hparams(hparams: HParams, train_minutes: float, overrides: str = "") -> HParams:

@@ -27,11 +27,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite.runtime import atomic_io, checkpoints
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, FINAL_DIR
+from t2t_lite.run import averaging, checkpoints
+from t2t_lite.run.layout import BEST_DIR, CHECKPOINT_DIR, CHOICE_FILE, FINAL_DIR
+from t2t_lite.runtime import atomic_io
 from t2t_lite.train.evaluation import METRIC_DIRECTIONS
 
-CHOICE_FILE = "choice.json"
 # How many of the newest checkpoints the "average" candidate averages (fewer if fewer exist).
 NUM_AVERAGED = 5
 # The dev sentences a BLEU-scored run decodes (greedy) per candidate, unless --bleu_examples says.
@@ -71,9 +71,9 @@ def choose_final(trainer, output_dir: str, step: int, score, metric: str = "dev_
     directory = os.path.join(output_dir, CHECKPOINT_DIR)
     paths = checkpoints.list_checkpoints(directory, strict=False)[-NUM_AVERAGED:]
     if len(paths) > 1:
-        checkpoints.average_into(model, paths)
+        averaging.average_into(model, paths)
         scores["average"], weights["average"] = float(score()), _snapshot(model)
-    best = tf.train.latest_checkpoint(os.path.join(output_dir, checkpoints.BEST_DIR))
+    best = tf.train.latest_checkpoint(os.path.join(output_dir, BEST_DIR))
     if best and checkpoints.checkpoint_step(best) < step:
         checkpoints.restore_model_weights(model, best)
         scores["best"], weights["best"] = float(score()), _snapshot(model)

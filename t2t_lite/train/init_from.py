@@ -17,8 +17,10 @@ from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from t2t_lite.data import load_tokenizer
+from t2t_lite.run.checkpoints import resolve_checkpoint
+from t2t_lite.run.layout import RUN_INFO_FILE
+from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
-from t2t_lite.runtime.run_info import RUN_INFO_FILE, RunInfo, resolve_checkpoint
 
 
 def parent_run(init_from: str) -> tuple[str, str]:

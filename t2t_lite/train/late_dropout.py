@@ -28,12 +28,12 @@ from absl import logging
 
 from t2t_lite.hparams import HParams
 from t2t_lite.hparams.hparams_base import override_keys
+from t2t_lite.run.layout import DROPOUT_FILE
 from t2t_lite.runtime import atomic_io
 
 # Steps measured before the decision: enough for a mean of the target tokens per step over
 # batches of every length bucket.
 DECIDE_STEPS = 100
-DROPOUT_FILE = "dropout.json"
 
 
 def dropout_hparams(hparams: HParams, overrides: str = "") -> HParams:

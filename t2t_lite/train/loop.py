@@ -23,16 +23,17 @@ from absl import logging
 from tensorflow.core.framework import summary_pb2
 
 from t2t_lite.hparams import HParams
-from t2t_lite.runtime import distribute
-from t2t_lite.runtime.checkpoints import BestKeeper, CheckpointKeeper
+from t2t_lite.run.checkpoints import BestKeeper, CheckpointKeeper
 
 # What t2t-train needs of the run's infrastructure, re-exported for it.
-from t2t_lite.runtime.checkpoints import CheckpointError as CheckpointError
+from t2t_lite.run.checkpoints import CheckpointError as CheckpointError
+from t2t_lite.run.layout import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE, SUMMARIES_DIR
+from t2t_lite.run.run_info import RunInfo
+from t2t_lite.runtime import distribute
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
 from t2t_lite.runtime.distribute import create_strategy as create_strategy
 from t2t_lite.runtime.precision import AUTO, resolve_precision
 from t2t_lite.runtime.progress import ProgressLog
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE, RunInfo
 from t2t_lite.train import final_choice
 from t2t_lite.train.budget import BudgetClock
 from t2t_lite.train.evaluation import (
@@ -144,7 +145,7 @@ class _StopSignal:
 
 def _check_run_info(info: RunInfo, output_dir: str) -> None:
     """Writes output_dir/hparams.json, or checks that a resumed run's flags agree with it."""
-    if os.path.exists(os.path.join(output_dir, "hparams.json")):
+    if os.path.exists(os.path.join(output_dir, RUN_INFO_FILE)):
         previous = RunInfo.load(output_dir)
         differences = previous.diff(info)
         if differences:
@@ -296,7 +297,7 @@ class _Loop:
         )
         self.stale_evals = 0
         self.skipped_steps = 0
-        summaries = os.path.join(config.output_dir, "summaries")
+        summaries = os.path.join(config.output_dir, SUMMARIES_DIR)
         self.train_writer, self.dev_writer = (
             tf.summary.create_file_writer(os.path.join(summaries, name))
             if chief

@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 from decoding_helpers import tiny_model
 
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+from t2t_lite.run.layout import CHECKPOINT_DIR
+from t2t_lite.run.run_info import RunInfo
 
 BIN = os.path.dirname(sys.executable)
 # Each installed entry point and flags its --help must list.

@@ -22,7 +22,7 @@ def _run(binary: str, *flags: str) -> subprocess.CompletedProcess:
 
 def test_train_then_average(tmp_path):
     from t2t_lite import problems
-    from t2t_lite.runtime.run_info import RunInfo
+    from t2t_lite.run.run_info import RunInfo
 
     data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
     problems.get_problem("algorithmic_reverse").generate_data(

@@ -17,10 +17,11 @@ from decoding_helpers import (
 )
 
 from t2t_lite.decode import search, transformer_step
-from t2t_lite.decode.ensemble import Ensemble, member_location, normalized_weights
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import DecodeConfig, run_decode
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+from t2t_lite.model.ensemble import Ensemble, normalized_weights
+from t2t_lite.run.layout import CHECKPOINT_DIR
+from t2t_lite.run.run import Run, member_location
+from t2t_lite.run.run_info import RunInfo
 
 
 def _mixture_log_probs(models, weights, inputs, targets) -> np.ndarray:

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from decoding_helpers import tiny_model, write_tiny_run
 
-from t2t_lite.decode.quantize import multiplies_in_8_bits, quantized_layers
 from t2t_lite.decode.runner import DecodeConfig, Translator, read_input, run_decode
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.layers import int8_product
+from t2t_lite.model.quantize import multiplies_in_8_bits, quantized_layers
 
 MAX_POSITIONS = 20  # lines of 17-19 tokens take the bucket of 24, capped at the 20 positions
 LINES = [

@@ -1,4 +1,4 @@
-"""int8 decoding (`--quantize=int8`, t2t_lite.decode.quantize) on a tiny model trained to reverse
+"""int8 decoding (`--quantize=int8`, t2t_lite.model.quantize) on a tiny model trained to reverse
 digits: which weights are int8, the int8 products against a NumPy reference, the logits within
 the stated tolerance of float32's, the same translations, cached against recomputed decoding,
 and the flag through t2t-decode and t2t-export (the SavedModel loads and translates)."""
@@ -16,13 +16,13 @@ import tensorflow as tf
 from decoding_helpers import random_inputs, tiny_model, write_tiny_run
 
 from t2t_lite.decode import transformer_step
-from t2t_lite.decode.ensemble import Ensemble
-from t2t_lite.decode.quantize import check_mode, quantize_model, quantized_layers
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import Translator
 from t2t_lite.hparams import get_hparams
+from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.model.layers import SharedEmbedding, int8_kernel, int8_product
+from t2t_lite.model.quantize import check_mode, quantize_model, quantized_layers
 from t2t_lite.model.transformer import Transformer
+from t2t_lite.run.run import Run
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 LAYERS = 2  # encoder and decoder layers

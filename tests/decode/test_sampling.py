@@ -8,8 +8,8 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 from decoding_helpers import write_tiny_run
 
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import DecodeConfig, run_decode
+from t2t_lite.run.run import Run
 from t2t_lite.serve import export
 
 LINES = ["1 2 3", "4 5 6 7 8", "9", "2 2 2 2", "3 1 4 1 5 9 2 6"]

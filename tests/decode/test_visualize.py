@@ -11,10 +11,10 @@ import tensorflow as tf
 from decoding_helpers import tiny_model, write_tiny_run
 
 from t2t_lite.data import load_tokenizer
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import Translator
 from t2t_lite.decode.visualize import sentence_attention, write_pictures
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.run.run import Run
 
 from numpy_reference import softmax
 

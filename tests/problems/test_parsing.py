@@ -310,7 +310,8 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     from decoding_helpers import tiny_model
 
     from t2t_lite.decode.runner import DecodeConfig, Translator
-    from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+    from t2t_lite.run.layout import CHECKPOINT_DIR
+    from t2t_lite.run.run_info import RunInfo
 
     data_dir, output_dir = tmp_path / "data", tmp_path / "run"
     data_dir.mkdir()

@@ -7,8 +7,8 @@ from train_helpers import run_training
 
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model import Transformer
+from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.precision import cpu_flags, native_bfloat16, resolve_precision
-from t2t_lite.runtime.run_info import RunInfo
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD

@@ -18,10 +18,10 @@ import pytest
 from decoding_helpers import padded, random_inputs, tiny_model
 
 from t2t_lite.decode import transformer_step
-from t2t_lite.decode.ensemble import Ensemble
-from t2t_lite.decode.run import Run
 from t2t_lite.hparams import SearchSettings, get_hparams
+from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.problems import get_problem
+from t2t_lite.run.run import Run
 from t2t_lite.serve import ctranslate2_export as ct2
 from t2t_lite.train.loop import TrainConfig, train
 

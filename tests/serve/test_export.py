@@ -23,12 +23,13 @@ import tensorflow as tf
 from rest_stand_in import StandIn, saved_model_signatures
 
 from t2t_lite.data import load_tokenizer
-from t2t_lite.decode.run import Run, restore_model
 from t2t_lite.decode.runner import DecodeConfig, run_decode
 from t2t_lite.hparams import SearchSettings, get_hparams
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.problems import get_problem
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+from t2t_lite.run.layout import CHECKPOINT_DIR
+from t2t_lite.run.run import Run, restore_model
+from t2t_lite.run.run_info import RunInfo
 from t2t_lite.serve import export, query
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -10,12 +10,13 @@ import tensorflow_text  # noqa: F401  (registers the tokenizer ops the SavedMode
 from decoding_helpers import TINY
 
 from t2t_lite.data.trees import parse_tree
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import DecodeConfig, run_decode
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model import Transformer
 from t2t_lite.problems import get_problem
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+from t2t_lite.run.layout import CHECKPOINT_DIR
+from t2t_lite.run.run import Run
+from t2t_lite.run.run_info import RunInfo
 from t2t_lite.serve import export
 
 TREES = [

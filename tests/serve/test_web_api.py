@@ -11,10 +11,10 @@ import pytest
 import serve_helpers
 from fastapi.testclient import TestClient
 
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import DecodeConfig, Translator, run_decode
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.run.run import Run
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.backend import Capabilities

@@ -13,9 +13,9 @@ import sys
 import pytest
 import serve_helpers
 
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import Translator
 from t2t_lite.decode.visualize import sentence_attention
+from t2t_lite.run.run import Run
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
 import screenshot_serve  # noqa: E402

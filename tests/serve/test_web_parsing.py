@@ -8,9 +8,9 @@ import serve_helpers
 from fastapi.testclient import TestClient
 
 from t2t_lite.data.trees import Tree, parse_tree
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import Translator
 from t2t_lite.metrics import evalb
+from t2t_lite.run.run import Run
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.server import load_backend
 from t2t_lite.serve.web.trees import MAX_DEPTH, tree_json

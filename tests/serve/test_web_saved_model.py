@@ -13,8 +13,8 @@ import serve_helpers
 import tensorflow as tf
 from fastapi.testclient import TestClient
 
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.visualize import token_labels
+from t2t_lite.run.run import Run
 from t2t_lite.serve import export
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.run_backend import RunBackend

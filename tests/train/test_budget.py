@@ -20,8 +20,8 @@ from train_helpers import config
 
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model.transformer import Transformer
-from t2t_lite.runtime import checkpoints
-from t2t_lite.runtime.run_info import FINAL_DIR
+from t2t_lite.run import checkpoints, layout
+from t2t_lite.run.layout import FINAL_DIR
 from t2t_lite.train import budget, final_choice
 from t2t_lite.train import loop as training
 from t2t_lite.train.schedules import LinearBudgetSchedule
@@ -177,7 +177,7 @@ def test_a_budget_of_steps_chooses_its_peak_from_them_and_a_resume_keeps_it(tmp_
     out = str(tmp_path / "run")
     # 40 steps: between 20 (the factor 1) and 80 (2), so 1 + log(40/20) / log(80/20) = 1.5.
     hparams = _rule_run(out, 40, "learning_rate=1")
-    recorded = json.load(open(os.path.join(out, budget.RATE_FILE)))
+    recorded = json.load(open(os.path.join(out, layout.RATE_FILE)))
     assert recorded["learning_rate"] == 1.5 and recorded["expected_steps"] == 40
     assert recorded["step"] == 0
     # The same rates as the schedule of the factor 1.5 from the first step.
@@ -186,9 +186,9 @@ def test_a_budget_of_steps_chooses_its_peak_from_them_and_a_resume_keeps_it(tmp_
     expected = _numpy_rate(steps + 1.0, 1.5 * hparams.d_model**-0.5 * 5**-0.5, 4, horizon=40)
     np.testing.assert_allclose([rates[s] for s in steps], expected, rtol=1e-5, atol=1e-9)
     # A resume to 60 steps moves the horizon but keeps the factor chosen at the start.
-    os.remove(os.path.join(out, budget.RATE_FILE))
+    os.remove(os.path.join(out, layout.RATE_FILE))
     _rule_run(out, 60, "learning_rate=1")
-    assert not os.path.exists(os.path.join(out, budget.RATE_FILE))
+    assert not os.path.exists(os.path.join(out, layout.RATE_FILE))
     reader = tf.train.load_checkpoint(os.path.join(out, "checkpoints", "ckpt-60"))
     assert reader.get_tensor("budget/factor/.ATTRIBUTES/VARIABLE_VALUE") == 1.5
     assert max(_learning_rates(out).values()) == pytest.approx(max(expected), rel=1e-6)
@@ -203,7 +203,7 @@ def test_a_clock_chooses_its_peak_once_the_step_rate_is_measured(tmp_path, monke
     overrides += ",budget_short_steps=2,budget_long_steps=3"  # longer than 3 steps: the factor 2
     _, hparams = _budget_run(out, 0.25, 10**6, overrides)
     assert hparams.learning_rate == 1.0
-    recorded = json.load(open(os.path.join(out, budget.RATE_FILE)))
+    recorded = json.load(open(os.path.join(out, layout.RATE_FILE)))
     first_peak = 64**-0.5 * 5**-0.5
     assert recorded["learning_rate"] == 2.0 and recorded["step"] > budget.STARTUP_STEPS
     assert recorded["peak"] == pytest.approx(2.0 * first_peak, rel=1e-6)
@@ -254,14 +254,14 @@ def test_a_budget_run_peaks_early_and_decays_to_zero_when_the_minutes_are_spent(
     # Near zero at the end of the budget. A save or an evaluation in the last second ends the
     # run a few steps before the horizon the step rate promised (once 5.1 % of the peak).
     assert rates[last] < 0.1 * peak
-    recorded = json.load(open(os.path.join(out, budget.BUDGET_FILE)))
+    recorded = json.load(open(os.path.join(out, layout.BUDGET_FILE)))
     assert recorded["budget_minutes"] == 0.25 and recorded["expected_steps"] >= recorded["step"]
     saved = json.load(open(os.path.join(out, "hparams.json")))["hparams"]
     assert saved["learning_rate_schedule"] == "linear_budget" and saved["budget_minutes"] == 0.25
     choice = final_choice.recorded_choice(out)
     # The best evaluation's model competes when it is older than the last step (a faster machine
     # evaluates at steps 50, 100, ... within these 15 s).
-    best = tf.train.latest_checkpoint(os.path.join(out, checkpoints.BEST_DIR))
+    best = tf.train.latest_checkpoint(os.path.join(out, layout.BEST_DIR))
     older_best = {"best"} if best and checkpoints.checkpoint_step(best) < last else set()
     assert choice["step"] == last
     assert set(choice["dev_loss"]) == {"last", "ema", "average"} | older_best

@@ -24,8 +24,8 @@ def _free_ports(count: int) -> list[int]:
 @pytest.mark.slow
 def test_two_workers_train_and_checkpoint(tmp_path):
     from t2t_lite import problems
-    from t2t_lite.decode.run import restore_model
-    from t2t_lite.runtime.checkpoints import checkpoint_step, list_checkpoints
+    from t2t_lite.run.checkpoints import checkpoint_step, list_checkpoints
+    from t2t_lite.run.run import restore_model
 
     data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
     problems.get_problem("algorithmic_reverse").generate_data(

@@ -22,8 +22,8 @@ FAST = "num_encoder_layers=1,num_decoder_layers=1,label_smoothing=0.0"
 
 def test_tiny_model_learns_reverse(tmp_path):
     from t2t_lite import problems
-    from t2t_lite.decode.run import restore_model
     from t2t_lite.hparams import get_hparams
+    from t2t_lite.run.run import restore_model
     from t2t_lite.train import loop as training
     from t2t_lite.train.step import batch_stats, sum_stats
 
@@ -54,7 +54,7 @@ def test_tiny_model_learns_reverse(tmp_path):
 
 
 def test_non_finite_loss_stops_before_update_and_checkpoint(tmp_path):
-    from t2t_lite.runtime.checkpoints import checkpoint_step, list_checkpoints
+    from t2t_lite.run.checkpoints import checkpoint_step, list_checkpoints
     from t2t_lite.train.loop import NonFiniteError
 
     out = str(tmp_path / "run")
@@ -73,7 +73,7 @@ def test_non_finite_loss_stops_before_update_and_checkpoint(tmp_path):
 
 def test_resume_with_other_hparams_names_the_difference(tmp_path):
     from t2t_lite.hparams import get_hparams
-    from t2t_lite.runtime.run_info import RunInfo
+    from t2t_lite.run.run_info import RunInfo
     from t2t_lite.train.loop import _check_run_info
 
     out = str(tmp_path)
@@ -114,7 +114,7 @@ class _SignalAt(FakeReverse):
 
 def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path):
     from t2t_lite.hparams import get_hparams
-    from t2t_lite.runtime.checkpoints import checkpoint_step, list_checkpoints
+    from t2t_lite.run.checkpoints import checkpoint_step, list_checkpoints
     from t2t_lite.train import loop as training
 
     out = str(tmp_path / "run")
@@ -153,7 +153,7 @@ def test_float16_loss_scale_collapse_stops_training():
 def test_best_checkpoint_and_early_stopping_follow_the_metric(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from t2t_lite.runtime.checkpoints import BestKeeper
+    from t2t_lite.run.checkpoints import BestKeeper
     from t2t_lite.train import loop as training
 
     model = tf.keras.Sequential([tf.keras.layers.Dense(2)])

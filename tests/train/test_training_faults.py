@@ -85,7 +85,7 @@ def test_last_checkpoint_is_saved_before_the_final_evaluation(tmp_path, monkeypa
 def test_run_with_every_checkpoint_deleted_is_refused(tmp_path, caplog):
     """Probe 3: hparams.json remains but every checkpoint is gone: training refuses, naming the
     folder and output_dir/last_checkpoint.json; once that is deleted it starts over, loudly."""
-    from t2t_lite.runtime.checkpoints import CheckpointError
+    from t2t_lite.run.checkpoints import CheckpointError
 
     out = str(tmp_path)
     run_training(out, steps=2, save_every=1, overrides=FAST)

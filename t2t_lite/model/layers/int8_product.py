@@ -1,6 +1,6 @@
 """Products with an int8 weight matrix computed in 8 bits, by oneDNN's u8 x s8 matmul.
 
-After `Model.quantize` (`t2t_lite.decode.quantize`), a Dense or EinsumDense layer holds an int8
+After `Model.quantize` (`t2t_lite.model.quantize`), a Dense or EinsumDense layer holds an int8
 kernel W_q [k, n] with one float32 scale s per output column (W ~ W_q / s), and Keras multiplies
 the float inputs by W_q cast to float ("weight-only" int8: 4x smaller weights, float products).
 TensorFlow's oneDNN build on x86 has a product in 8 bits, `QuantizedMatMulWithBiasAndDequantize`:

@@ -18,10 +18,10 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t_lite.decode.run import Run
 from t2t_lite.decode.runner import Translator
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.run.run import Run
 from t2t_lite.serve.facts import run_facts
 from t2t_lite.serve.web.backend import PARSING_METRIC, Capabilities, attention_json, translation
 

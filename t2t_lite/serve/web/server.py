@@ -45,7 +45,7 @@ def load_backend(
         from t2t_lite.serve.web.saved_model_backend import SavedModelBackend
 
         return SavedModelBackend(export_dir)
-    from t2t_lite.decode.run import Run
+    from t2t_lite.run.run import Run
     from t2t_lite.serve.web.run_backend import RunBackend
 
     run = Run.restore(output_dir, checkpoint, data_dir, search=search, quantize=quantize)

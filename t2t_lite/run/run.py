@@ -18,14 +18,15 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import Tokenizer
-from t2t_lite.decode import ensemble
-from t2t_lite.decode.constraint import Constraint
-from t2t_lite.decode.quantize import quantize_model, quantized_layers
 from t2t_lite.hparams import HParams, SearchSettings
-from t2t_lite.model import Transformer
+from t2t_lite.model import Transformer, ensemble
 from t2t_lite.model.layers import int8_product
+from t2t_lite.model.quantize import quantize_model, quantized_layers
 from t2t_lite.problems import Problem, get_problem
-from t2t_lite.runtime.run_info import RunInfo, restore_checkpoint
+from t2t_lite.run.checkpoints import restore_checkpoint
+from t2t_lite.run.layout import RUN_INFO_FILE
+from t2t_lite.run.run_info import RunInfo
+from t2t_lite.runtime.atomic_io import file_sha256
 
 
 def build_model(info: RunInfo) -> Transformer:
@@ -58,21 +59,21 @@ def restore_models(
     `Ensemble` of them (`weights`: --ensemble_weights): (model, the first member's run info,
     the checkpoint paths joined by commas). Members of other runs must share the vocabulary;
     `data_dir` stands in for a member run's own when that is gone."""
-    entries = ensemble.split_checkpoints(checkpoint)
+    entries = split_checkpoints(checkpoint)
     if len(entries) <= 1:
         if weights and len(weights) != 1:
             raise ValueError(f"--ensemble_weights has {len(weights)} values for 1 checkpoint")
         if entries:
-            return restore_model(*ensemble.member_location(output_dir, entries[0]))
+            return restore_model(*member_location(output_dir, entries[0]))
         return restore_model(output_dir)
     restored, vocabularies = [], []
     for entry in entries:
-        run_dir, path = ensemble.member_location(output_dir, entry)
+        run_dir, path = member_location(output_dir, entry)
         model, info, path = restore_model(run_dir, path)
         own = info.data_dir if os.path.isdir(info.data_dir) else data_dir or info.data_dir
         vocabularies.append((run_dir, info, get_problem(info.problem).tokenizer(own).path))
         restored.append((model, info, path))
-    ensemble.check_same_vocabulary(vocabularies)
+    check_same_vocabulary(vocabularies)
     models = ensemble.Ensemble([model for model, _, _ in restored], weights)
     return models, restored[0][1], ",".join(path for _, _, path in restored)
 
@@ -120,13 +121,13 @@ class Run:
           checkpoint: a checkpoint path or folder (its newest); default the newest readable of
             averaged/ and checkpoints/ (damaged newer ones are skipped with a warning).
             Several, comma-separated (checkpoint paths or folders, or run folders for their
-            newest), restore an `Ensemble` (t2t_lite.decode.ensemble) as
+            newest), restore an `Ensemble` (t2t_lite.model.ensemble) as
             the model; `checkpoint` is then the paths joined by commas.
           data_dir: the folder with the vocabulary; default the one the run trained on.
           search: search settings to use instead of the problem's defaults (None values are
             ignored, so absl flags can be passed as they are).
           ensemble_weights: one weight per checkpoint of an ensemble; default equal.
-          quantize: "int8" quantizes the restored weights (t2t_lite.decode.quantize);
+          quantize: "int8" quantizes the restored weights (t2t_lite.model.quantize);
             None or "none" keeps them as the checkpoint has them.
           strategy: a tf.distribute strategy whose replicas decode (`decode_strategy`); the
             model is made in its scope. None: one device.
@@ -166,8 +167,9 @@ class Run:
         return run
 
     @functools.cached_property
-    def constraint(self) -> Constraint | None:
-        """The problem's decoding constraint, or None when the search is unconstrained."""
+    def constraint(self) -> Any:
+        """The problem's decoding constraint (a `t2t_lite.decode.constraint.Constraint`), or None
+        when the search is unconstrained."""
         if not self.search.constrained:
             return None
         return self.problem.decode_constraint(self.data_dir, self.tokenizer)
@@ -184,3 +186,58 @@ class Run:
             "settings": self.search.to_dict(),
             "quantize": self.quantize,
         }
+
+
+# --- the run folders of an ensemble's members -------------------------------------------------
+
+
+def split_checkpoints(checkpoint: str | None) -> list[str]:
+    """--checkpoint's comma-separated entries, blanks dropped ([] when unset)."""
+    return [entry.strip() for entry in (checkpoint or "").split(",") if entry.strip()]
+
+
+def member_location(output_dir: str, entry: str) -> tuple[str, str | None]:
+    """(run folder, checkpoint) of one --checkpoint entry.
+
+    A run folder (one holding hparams.json) stands for its newest checkpoint (None). A checkpoint
+    folder or path belongs to the run folder above it (run/checkpoints, run/averaged/ckpt-N), or
+    to `output_dir` when there is none above it.
+    """
+    if os.path.isfile(os.path.join(entry, RUN_INFO_FILE)):
+        return entry, None
+    folder = entry if os.path.isdir(entry) else os.path.dirname(entry)
+    parent = os.path.dirname(os.path.abspath(folder))
+    if os.path.isfile(os.path.join(parent, RUN_INFO_FILE)) and not _same_folder(parent, output_dir):
+        return parent, entry
+    return output_dir, entry
+
+
+def _same_folder(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_same_vocabulary(members: Sequence[tuple[str, RunInfo, str]]) -> None:
+    """Raises ValueError naming both runs when two members' vocabularies differ.
+
+    `members` are (run folder, run info, vocabulary file) per member; the files are compared by
+    SHA-256, the run infos by vocabulary size and output vocabulary size.
+    """
+    first_dir, first_info, first_file = members[0]
+    first_digest = file_sha256(first_file)
+    for run_dir, info, vocab_file in members[1:]:
+        if (info.vocab_size, info.output_vocab_size) != (
+            first_info.vocab_size,
+            first_info.output_vocab_size,
+        ):
+            raise ValueError(
+                f"--checkpoint: the runs {first_dir} and {run_dir} have different vocabularies "
+                f"({first_info.vocab_size} and {info.vocab_size} ids); an ensemble needs one"
+            )
+        digest = file_sha256(vocab_file)
+        if digest != first_digest:
+            raise ValueError(
+                f"--checkpoint: the runs {first_dir} and {run_dir} have different vocabularies "
+                f"({first_file} sha256 {first_digest[:12]}, {vocab_file} sha256 {digest[:12]}); "
+                "an ensemble needs one"
+            )
+    logging.info("ensemble of %d checkpoints, one vocabulary (%s)", len(members), first_file)

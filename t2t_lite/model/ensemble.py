@@ -15,24 +15,21 @@ the mean of the log-probabilities), and Marian's and OpenNMT's "average the prob
 state is a tuple of the members' caches, tiled and reordered with the beams like any cache. Its
 outputs are log-probabilities (already normalized), where a model's are logits.
 
-`--checkpoint=A,B,...` (`Run.restore`) restores one member per entry: a run folder (its newest
-checkpoint), a checkpoint folder or a checkpoint path, from one run or several; the members must
-share their vocabulary, which is checked by the SHA-256 of each run's vocabulary file.
+`--checkpoint=A,B,...` (`t2t_lite.run.run.Run.restore`) restores one member per entry: a run
+folder (its newest checkpoint), a checkpoint folder or a checkpoint path, from one run or
+several; the members must share their vocabulary, which is checked by the SHA-256 of each run's
+vocabulary file.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
-from absl import logging
 
 from t2t_lite.hparams import HParams
-from t2t_lite.runtime.atomic_io import file_sha256
-from t2t_lite.runtime.run_info import RUN_INFO_FILE, RunInfo
 
 
 def members(model) -> tuple:
@@ -157,55 +154,3 @@ def parse_weights(values: Sequence[str] | str | None) -> list[float] | None:
         return [float(v) for v in values]
     except (TypeError, ValueError):
         raise ValueError(f"--ensemble_weights must be numbers, got {list(values)}") from None
-
-
-def split_checkpoints(checkpoint: str | None) -> list[str]:
-    """--checkpoint's comma-separated entries, blanks dropped ([] when unset)."""
-    return [entry.strip() for entry in (checkpoint or "").split(",") if entry.strip()]
-
-
-def member_location(output_dir: str, entry: str) -> tuple[str, str | None]:
-    """(run folder, checkpoint) of one --checkpoint entry.
-
-    A run folder (one holding hparams.json) stands for its newest checkpoint (None). A checkpoint
-    folder or path belongs to the run folder above it (run/checkpoints, run/averaged/ckpt-N), or
-    to `output_dir` when there is none above it.
-    """
-    if os.path.isfile(os.path.join(entry, RUN_INFO_FILE)):
-        return entry, None
-    folder = entry if os.path.isdir(entry) else os.path.dirname(entry)
-    parent = os.path.dirname(os.path.abspath(folder))
-    if os.path.isfile(os.path.join(parent, RUN_INFO_FILE)) and not _same_folder(parent, output_dir):
-        return parent, entry
-    return output_dir, entry
-
-
-def _same_folder(a: str, b: str) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
-def check_same_vocabulary(members: Sequence[tuple[str, RunInfo, str]]) -> None:
-    """Raises ValueError naming both runs when two members' vocabularies differ.
-
-    `members` are (run folder, run info, vocabulary file) per member; the files are compared by
-    SHA-256, the run infos by vocabulary size and output vocabulary size.
-    """
-    first_dir, first_info, first_file = members[0]
-    first_digest = file_sha256(first_file)
-    for run_dir, info, vocab_file in members[1:]:
-        if (info.vocab_size, info.output_vocab_size) != (
-            first_info.vocab_size,
-            first_info.output_vocab_size,
-        ):
-            raise ValueError(
-                f"--checkpoint: the runs {first_dir} and {run_dir} have different vocabularies "
-                f"({first_info.vocab_size} and {info.vocab_size} ids); an ensemble needs one"
-            )
-        digest = file_sha256(vocab_file)
-        if digest != first_digest:
-            raise ValueError(
-                f"--checkpoint: the runs {first_dir} and {run_dir} have different vocabularies "
-                f"({first_file} sha256 {first_digest[:12]}, {vocab_file} sha256 {digest[:12]}); "
-                "an ensemble needs one"
-            )
-    logging.info("ensemble of %d checkpoints, one vocabulary (%s)", len(members), first_file)

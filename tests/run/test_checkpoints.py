@@ -14,16 +14,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.decode.run import build_model, restore_model
 from t2t_lite.hparams import get_hparams
-from t2t_lite.runtime.checkpoints import (
-    CheckpointError,
-    CheckpointKeeper,
-    average_checkpoints,
-    list_checkpoints,
-    select_for_averaging,
-)
-from t2t_lite.runtime.run_info import RunInfo
+from t2t_lite.run.averaging import average_checkpoints, select_for_averaging
+from t2t_lite.run.checkpoints import CheckpointError, CheckpointKeeper, list_checkpoints
+from t2t_lite.run.run import build_model, restore_model
+from t2t_lite.run.run_info import RunInfo
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = get_hparams("transformer_tiny", "num_encoder_layers=1,num_decoder_layers=1,d_ff=64")

@@ -5,7 +5,7 @@ tf.train.CheckpointManager writes `ckpt-<step>.index` / `.data-*` and then rewri
 On resume the newest readable checkpoint wins; unreadable newer ones are skipped with a warning
 naming the file, and if checkpoints exist but none can be read, training stops with an error
 rather than restarting from step 0. `restore_first_readable` is that fall-back, shared by training
-(`CheckpointKeeper.restore_latest`) and by decode and export (`run_info.restore_checkpoint`).
+(`CheckpointKeeper.restore_latest`) and by decode and export (`restore_checkpoint`, below).
 A run whose checkpoints were all deleted is refused (`last_checkpoint.json` records the last
 save), and a save's `ckpt-N_temp/` folder left by a killed run is removed by the next.
 """
@@ -24,11 +24,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from t2t_lite.run.layout import BEST_DIR, BEST_INFO, MODEL_DIRS, STATE_FILE
 from t2t_lite.runtime import atomic_io
 
-STATE_FILE = "checkpoint"
-BEST_DIR = "best"
-BEST_INFO = "best.json"
 _CKPT_NAME = re.compile(r"(^|/)ckpt-\d+$")
 
 
@@ -297,54 +295,12 @@ class BestKeeper:
         return True
 
 
-# --- averaging ----------------------------------------------------------------------------------
-
-
-def select_for_averaging(directory: str, num: int, min_minutes: float = 0.0) -> list[str]:
-    """The newest `num` checkpoints of `directory`, each written at least `min_minutes` before
-    the next one chosen (by file time), oldest first."""
-    if num < 1:
-        raise ValueError(f"--num_last must be at least 1, got {num}")
-    chosen: list[str] = []
-    last_time = None
-    for path in reversed(list_checkpoints(directory)):
-        if not os.path.exists(path + ".index"):
-            logging.warning("skipping %s: %s.index is missing", path, path)
-            continue
-        written = os.path.getmtime(path + ".index")
-        if last_time is None or last_time - written >= 60.0 * min_minutes:
-            chosen.append(path)
-            last_time = written
-        if len(chosen) == num:
-            break
-    if not chosen:
-        raise CheckpointError(f"no checkpoints to average in {directory}")
-    if len(chosen) < num:
-        logging.warning("averaging %d checkpoints, fewer than the %d asked for", len(chosen), num)
-    return chosen[::-1]
-
-
 def restore_model_weights(model, path: str) -> None:
     """Restores the "model" part of checkpoint `path` into `model` (a training checkpoint's
     optimizer state is left unread); an error if any of the model's weights is missing."""
     tf.train.Checkpoint(model=model).restore(
         path
     ).expect_partial().assert_existing_objects_matched()
-
-
-def average_into(model, paths: list[str]) -> None:
-    """Restores each checkpoint's "model" into `model` in turn and leaves `model` holding the
-    average of their weights (summed in float64)."""
-    if not paths:
-        raise ValueError("averaging needs at least one checkpoint")
-    sums = None
-    for i, path in enumerate(paths):
-        restore_model_weights(model, path)
-        values = [w.numpy().astype(np.float64) for w in model.weights]
-        sums = values if sums is None else [s + v for s, v in zip(sums, values, strict=True)]
-        logging.info("averaging %d/%d: %s", i + 1, len(paths), path)
-    for weight, total in zip(model.weights, sums, strict=True):
-        weight.assign((total / len(paths)).astype(weight.dtype))
 
 
 def save_model_checkpoint(model, directory: str, step: int) -> str:
@@ -354,12 +310,64 @@ def save_model_checkpoint(model, directory: str, step: int) -> str:
     return manager.save(checkpoint_number=step)
 
 
-def average_checkpoints(model, paths: list[str], output_directory: str) -> str:
-    """Averages the checkpoints' weights into `model` and writes them to `output_directory` as
-    ckpt-<step of the newest>; returns that path."""
-    average_into(model, paths)
-    path = save_model_checkpoint(model, output_directory, checkpoint_step(paths[-1]))
-    atomic_io.write_json(
-        os.path.join(output_directory, "averaged.json"), {"checkpoints": paths, "output": path}
-    )
-    return path
+# --- the one way back: which checkpoint of a run a command restores -------------------------
+
+
+def checkpoint_candidates(output_dir: str, checkpoint: str | None = None) -> tuple[list[str], str]:
+    """(checkpoint paths to try in turn, where they are, for messages).
+
+    Given `checkpoint` (a path prefix, or a folder: its newest), that one alone. By default
+    every checkpoint of output_dir/final, output_dir/averaged and output_dir/checkpoints,
+    newest step first within each, the folder whose newest checkpoint was written last first.
+    Nothing is read but the folder listings and state files (a damaged state file is a
+    warning).
+    """
+    if checkpoint:
+        if not os.path.isdir(checkpoint):
+            return [checkpoint], f"--checkpoint={checkpoint}"
+        return list_checkpoints(checkpoint, strict=False)[-1:], f"--checkpoint={checkpoint}"
+    folders = [os.path.join(output_dir, d) for d in MODEL_DIRS]
+    listed = [list_checkpoints(f, strict=False)[::-1] for f in folders if os.path.isdir(f)]
+    listed.sort(key=lambda paths: _written(paths[0]) if paths else 0.0, reverse=True)
+    return [path for paths in listed for path in paths], " or ".join(folders)
+
+
+def _written(prefix: str) -> float:
+    """When checkpoint `prefix` was written: its newest file's modification time."""
+    files = glob.glob(glob.escape(prefix) + ".*")
+    return max((os.path.getmtime(f) for f in files), default=0.0)
+
+
+def resolve_checkpoint(output_dir: str, checkpoint: str | None = None) -> str:
+    """The checkpoint `restore_checkpoint` tries first (not read here: it may be unreadable)."""
+    candidates, where = checkpoint_candidates(output_dir, checkpoint)
+    if not candidates:
+        raise FileNotFoundError(f"no checkpoint in {where}")
+    return candidates[0]
+
+
+def restore_checkpoint(
+    checkpoint_object: tf.train.Checkpoint, output_dir: str, checkpoint: str | None = None
+) -> str:
+    """Restores into `checkpoint_object` (e.g. tf.train.Checkpoint(model=model)) and returns the
+    path restored: `checkpoint` if given (an error naming it if unreadable, never another one),
+    else the newest readable of `checkpoint_candidates`, unreadable newer ones skipped with a
+    warning naming the bad file. A CheckpointError naming the files when none can be read."""
+    candidates, where = checkpoint_candidates(output_dir, checkpoint)
+    if not candidates:
+        raise CheckpointError(
+            f"no checkpoint in {where}" + ("" if checkpoint else ": has t2t-train saved one?")
+        )
+
+    def restore(path: str) -> None:
+        checkpoint_object.restore(path).expect_partial().assert_existing_objects_matched()
+
+    if checkpoint:
+        try:
+            restore(candidates[0])
+        except Exception as e:  # noqa: BLE001  (damaged files raise OpError, IndexError, ...)
+            raise CheckpointError(
+                f"--checkpoint={checkpoint}: {unreadable_reason(candidates[0], e)}"
+            ) from None
+        return candidates[0]
+    return restore_first_readable(restore, candidates, where)  # type: ignore[return-value]

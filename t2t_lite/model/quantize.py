@@ -32,8 +32,8 @@ from collections.abc import Iterator
 
 import keras
 
-from t2t_lite.decode.ensemble import members
-from t2t_lite.decode.search_flags import QUANTIZE_MODES
+from t2t_lite.hparams.search_settings import QUANTIZE_MODES
+from t2t_lite.model.ensemble import members
 from t2t_lite.model.layers import SharedEmbedding, int8_product
 
 # The layer types that `quantize_model` quantizes (Keras refuses its own subclasses).

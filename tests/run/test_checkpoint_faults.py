@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.decode.run import build_model, restore_model
 from t2t_lite.hparams import get_hparams
-from t2t_lite.runtime.checkpoints import BestKeeper, CheckpointError, CheckpointKeeper
-from t2t_lite.runtime.run_info import CHECKPOINT_DIR, RunInfo
+from t2t_lite.run.checkpoints import BestKeeper, CheckpointError, CheckpointKeeper
+from t2t_lite.run.layout import CHECKPOINT_DIR
+from t2t_lite.run.run import build_model, restore_model
+from t2t_lite.run.run_info import RunInfo
 
 SMALL = get_hparams("transformer_tiny", "num_encoder_layers=1,num_decoder_layers=1,d_ff=64")
 INFO = RunInfo("p", "d", "transformer_tiny", SMALL, 12)

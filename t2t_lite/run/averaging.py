@@ -1,0 +1,83 @@
+"""Checkpoint averaging of a run (the paper's last 5 checkpoints for base, 20 for big): the
+chosen checkpoints' weights summed in float64 and written to output_dir/averaged with
+averaged.json naming them."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from absl import logging
+
+from t2t_lite.run import checkpoints
+from t2t_lite.run.checkpoints import CheckpointError, checkpoint_step, list_checkpoints
+from t2t_lite.run.layout import AVERAGED_DIR, AVERAGED_INFO, CHECKPOINT_DIR
+from t2t_lite.run.run import build_model
+from t2t_lite.run.run_info import RunInfo
+from t2t_lite.runtime import atomic_io
+
+
+def average_run(
+    output_dir: str, num_last: int = 5, min_minutes: float = 0.0, averaged_dir: str | None = None
+) -> tuple[str, list[str]]:
+    """Averages the newest `num_last` checkpoints of output_dir/checkpoints (written at least
+    `min_minutes` apart) into `averaged_dir` (default output_dir/averaged).
+
+    Returns:
+      (the averaged checkpoint's path, the checkpoints averaged).
+    """
+    model = build_model(RunInfo.load(output_dir))
+    source = os.path.join(output_dir, CHECKPOINT_DIR)
+    paths = select_for_averaging(source, num_last, min_minutes)
+    target = averaged_dir or os.path.join(output_dir, AVERAGED_DIR)
+    return average_checkpoints(model, paths, target), paths
+
+
+def select_for_averaging(directory: str, num: int, min_minutes: float = 0.0) -> list[str]:
+    """The newest `num` checkpoints of `directory`, each written at least `min_minutes` before
+    the next one chosen (by file time), oldest first."""
+    if num < 1:
+        raise ValueError(f"--num_last must be at least 1, got {num}")
+    chosen: list[str] = []
+    last_time = None
+    for path in reversed(list_checkpoints(directory)):
+        if not os.path.exists(path + ".index"):
+            logging.warning("skipping %s: %s.index is missing", path, path)
+            continue
+        written = os.path.getmtime(path + ".index")
+        if last_time is None or last_time - written >= 60.0 * min_minutes:
+            chosen.append(path)
+            last_time = written
+        if len(chosen) == num:
+            break
+    if not chosen:
+        raise CheckpointError(f"no checkpoints to average in {directory}")
+    if len(chosen) < num:
+        logging.warning("averaging %d checkpoints, fewer than the %d asked for", len(chosen), num)
+    return chosen[::-1]
+
+
+def average_into(model, paths: list[str]) -> None:
+    """Restores each checkpoint's "model" into `model` in turn and leaves `model` holding the
+    average of their weights (summed in float64)."""
+    if not paths:
+        raise ValueError("averaging needs at least one checkpoint")
+    sums = None
+    for i, path in enumerate(paths):
+        checkpoints.restore_model_weights(model, path)
+        values = [w.numpy().astype(np.float64) for w in model.weights]
+        sums = values if sums is None else [s + v for s, v in zip(sums, values, strict=True)]
+        logging.info("averaging %d/%d: %s", i + 1, len(paths), path)
+    for weight, total in zip(model.weights, sums, strict=True):
+        weight.assign((total / len(paths)).astype(weight.dtype))
+
+
+def average_checkpoints(model, paths: list[str], output_directory: str) -> str:
+    """Averages the checkpoints' weights into `model` and writes them to `output_directory` as
+    ckpt-<step of the newest>; returns that path."""
+    average_into(model, paths)
+    path = checkpoints.save_model_checkpoint(model, output_directory, checkpoint_step(paths[-1]))
+    atomic_io.write_json(
+        os.path.join(output_directory, AVERAGED_INFO), {"checkpoints": paths, "output": path}
+    )
+    return path
