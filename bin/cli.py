@@ -2,8 +2,9 @@
 
 `--help` lists the command's own flags (absl's console-script entry points otherwise list none),
 and a user's mistake (a bad flag value, a missing file or run, a malformed input line) ends with
-one line `t2t-decode: error: <message>` and exit status 2. Tracebacks are for bugs, or shown for
-every error with --verbose.
+one line `t2t-decode: error: <message>` and exit status 2; a failure that is not the user's
+(training interrupted, a loss that went non-finite) ends in the same kind of line with exit
+status 1. Tracebacks are for bugs, or shown for every error with --verbose.
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ def _message(error: BaseException) -> str:
     return str(error)
 
 
-def run(main: Callable[[], None]) -> None:
+def run(main: Callable[[], None], failures: tuple[type[BaseException], ...] = ()) -> None:
     """Parses the flags, then calls `main()`. The commands take no positional arguments, so one
-    (often a flag missing its `--`) is a usage error rather than silently ignored."""
+    (often a flag missing its `--`) is a usage error rather than silently ignored. `failures`
+    are errors that end a command without being the user's mistake (a loss that went
+    non-finite, an interrupted run): one line too, with exit status 1."""
     module = main.__module__
     if module == "__main__":  # python -m t2t_lite.bin.t2t_decode
         module = getattr(sys.modules["__main__"].__spec__, "name", module)
@@ -62,6 +65,10 @@ def run(main: Callable[[], None]) -> None:
             fail(name, f"unexpected arguments: {argv[1:]}")
         try:
             main()
+        except failures as error:
+            if flags.FLAGS.verbose:
+                traceback.print_exc()
+            fail(name, _message(error), status=1)
         except USER_ERRORS as error:
             if flags.FLAGS.verbose:
                 traceback.print_exc()
@@ -70,11 +77,11 @@ def run(main: Callable[[], None]) -> None:
     app.run(main_with_argv, flags_parser=_flags_parser(name))
 
 
-def fail(name: str, message: str) -> None:
-    """Prints `name: error: message` on stderr and exits with status 2."""
+def fail(name: str, message: str, status: int = 2) -> None:
+    """Prints `name: error: message` on stderr and exits with `status` (2: the user's mistake)."""
     sys.stderr.write(f"{name}: error: {message}\n")
     sys.stderr.flush()
-    sys.exit(2)
+    sys.exit(status)
 
 
 def _flags_parser(name: str) -> Callable[[list[str]], list[str]]:

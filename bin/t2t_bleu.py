@@ -26,10 +26,7 @@ flags.DEFINE_boolean("score_only", False, "Print only the two numbers: sacreBLEU
 
 
 def main() -> None:
-    try:
-        sacre, tokenized = bleu.bleu_files(FLAGS.translation, FLAGS.reference, FLAGS.tokenize)
-    except (OSError, ValueError) as error:
-        sys.exit(f"t2t-bleu: {error}")
+    sacre, tokenized = bleu.bleu_files(FLAGS.translation, FLAGS.reference, FLAGS.tokenize)
     if FLAGS.score_only:
         print(f"{sacre.bleu:.2f} {tokenized.bleu:.2f}")
     else:

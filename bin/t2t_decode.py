@@ -12,28 +12,18 @@ in give N lines out (an empty line gives an empty line; nbest > 1 writes Moses n
 
 from __future__ import annotations
 
+import functools
+
 from absl import flags, logging
 
-from t2t_lite.bin import cli
+from t2t_lite.bin import cli, run_flags
 from t2t_lite.decode import search_flags
-from t2t_lite.decode.replicas import STRATEGIES
+from t2t_lite.decode.replicas import STRATEGIES, decode_strategy
 from t2t_lite.decode.runner import DecodeConfig, run_decode
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("output_dir", None, "The training run's directory.", required=True)
-flags.DEFINE_string(
-    "checkpoint",
-    None,
-    "Checkpoint path or folder (default: newest of output_dir/averaged and "
-    "output_dir/checkpoints). Several, comma-separated (paths, folders or run folders of one "
-    "vocabulary): an ensemble averaging their probabilities at each step.",
-)
-flags.DEFINE_list(
-    "ensemble_weights", None, "One weight per --checkpoint of an ensemble (default: equal)."
-)
-flags.DEFINE_string("problem", None, "Problem (default: the run's).")
-flags.DEFINE_string("data_dir", None, "Folder holding the vocabulary (default: the run's).")
-flags.DEFINE_string("usr_dir", None, "Python package or .py file registering your own problems.")
+run_flags.define_run_flags(ensembles=True)
+flags.DEFINE_string("problem", None, "Problem (default: the run's; another one is refused).")
 flags.DEFINE_string("decode_from_file", None, "Input lines (default: stdin, or a prompt).")
 flags.DEFINE_string("decode_to_file", None, "Output file, written atomically (default: stdout).")
 flags.DEFINE_string(
@@ -41,9 +31,8 @@ flags.DEFINE_string(
     None,
     "Target lines to score instead of decoding: writes log p(target line | input line) per line.",
 )
-search_flags.define_search_flags()
-search_flags.define_quantize_flag()
 search_flags.define_jit_compile_flag()
+flags.adopt_module_key_flags(run_flags)
 flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_integer("nbest", 1, "Hypotheses per input line (<= beam_size).", lower_bound=1)
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bound=1)
@@ -53,10 +42,6 @@ flags.DEFINE_enum(
 
 
 def main() -> None:
-    if FLAGS.usr_dir:
-        from t2t_lite.problems import import_usr_dir
-
-        import_usr_dir(FLAGS.usr_dir)
     config = DecodeConfig(
         **{
             name: FLAGS[name].value
@@ -64,7 +49,13 @@ def main() -> None:
             if name in FLAGS  # every field is a flag of the same name
         }
     )
-    written = run_decode(config)
+    restore = functools.partial(
+        run_flags.restore_run,
+        search={"nbest": FLAGS.nbest},
+        ensemble_weights=FLAGS.ensemble_weights,
+        strategy=decode_strategy(FLAGS.strategy),
+    )
+    written = run_decode(config, restore)
     if config.decode_to_file:
         logging.info("wrote %d lines to %s", written, config.decode_to_file)
 

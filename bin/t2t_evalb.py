@@ -38,8 +38,8 @@ def main() -> None:
     )
     try:
         result = evalb.evaluate_files(FLAGS.gold, FLAGS.test, params)
-    except (OSError, evalb.TreeParseError, evalb.EvalbError) as error:
-        sys.exit(f"t2t-evalb: {error}")
+    except (evalb.TreeParseError, evalb.EvalbError) as error:  # bad input: one line, exit 2
+        raise ValueError(str(error)) from None
     for row in result.rows:
         if row.message:
             print(f"sentence {row.index}: {row.message}", file=sys.stderr)

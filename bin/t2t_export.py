@@ -14,30 +14,21 @@ whole or not at all. Inspect it with `python -m t2t_lite.bin.saved_model_cli sho
 from __future__ import annotations
 
 import json
-import sys
 
 from absl import flags
 
-from t2t_lite.bin import cli
+from t2t_lite.bin import cli, run_flags
 from t2t_lite.decode import search_flags
 from t2t_lite.extras import import_extra
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string(
-    "output_dir", None, "Training output_dir (hparams.json, checkpoints/).", required=True
-)
+run_flags.define_run_flags()
+flags.adopt_module_key_flags(run_flags)
+flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_string(
     "export_dir", None, "Folder of versions that TF Serving watches.", required=True
 )
-flags.DEFINE_string(
-    "checkpoint", None, "Checkpoint path or folder; default: newest of averaged/ and checkpoints/."
-)
 flags.DEFINE_integer("version", None, "Version folder name; default: largest + 1.")
-search_flags.define_search_flags()
-search_flags.define_quantize_flag()
-flags.adopt_module_key_flags(search_flags)
-flags.DEFINE_string("data_dir", None, "Vocabulary folder; default: the run's.")
-flags.DEFINE_string("usr_dir", None, "Python package or .py file with your problems.")
 flags.DEFINE_integer(
     "max_input_length",
     None,
@@ -52,26 +43,15 @@ flags.DEFINE_string("ct2_quantization", "float32", "CTranslate2's weights: int8,
 def main() -> None:
     if FLAGS.format == "ctranslate2":  # before the run is restored: a quick, clear error
         import_extra("ctranslate2", "ctranslate2", "ctranslate2", "t2t-export --format=ctranslate2")
-    from t2t_lite.problems import import_usr_dir
-    from t2t_lite.run.run import Run
     from t2t_lite.serve import export  # after flag parsing: --help stays fast
 
-    try:
-        if FLAGS.usr_dir:
-            import_usr_dir(FLAGS.usr_dir)
-        search = {**search_flags.search_overrides(), "max_input_length": FLAGS.max_input_length}
-        where = (FLAGS.output_dir, FLAGS.checkpoint, FLAGS.data_dir)
-        run = Run.restore(*where, search=search, quantize=FLAGS.quantize)
-        if FLAGS.format == "ctranslate2":
-            from t2t_lite.serve import ctranslate2_export as ct2
+    run = run_flags.restore_run(search={"max_input_length": FLAGS.max_input_length})
+    if FLAGS.format == "ctranslate2":
+        from t2t_lite.serve import ctranslate2_export as ct2
 
-            path, info = ct2.export_run(
-                run, FLAGS.export_dir, FLAGS.version, FLAGS.ct2_quantization
-            )
-        else:
-            path, info = export.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.nbest)
-    except (OSError, ValueError, KeyError) as error:
-        sys.exit(f"t2t-export: {error}")
+        path, info = ct2.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.ct2_quantization)
+    else:
+        path, info = export.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.nbest)
     print(json.dumps({FLAGS.format: path, **info["settings"]}))
 
 

@@ -15,23 +15,20 @@ from __future__ import annotations
 
 from absl import flags
 
-from t2t_lite.bin import cli
+from t2t_lite.bin import cli, run_flags
 from t2t_lite.decode import search_flags
 from t2t_lite.extras import import_extra
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("output_dir", None, "Training run to serve (hparams.json, checkpoints/).")
+run_flags.define_run_flags(output_dir_required=False)  # or --export_dir
 flags.DEFINE_string("export_dir", None, "SavedModel (t2t-export) to serve; newest version.")
-flags.DEFINE_string("checkpoint", None, "With --output_dir: checkpoint path or folder.")
-flags.DEFINE_string("data_dir", None, "With --output_dir: vocabulary folder; default: the run's.")
 flags.DEFINE_string("host", "127.0.0.1", "Address to listen on.")
 flags.DEFINE_integer("port", 8080, "Port to listen on.", lower_bound=0, upper_bound=65535)
 flags.DEFINE_integer("max_sentences", 32, "Sentences per request.", lower_bound=1)
 flags.DEFINE_integer("max_characters", 1000, "Characters per sentence.", lower_bound=1)
 flags.DEFINE_integer("max_concurrent", 2, "Searches at once; more get 429.", lower_bound=1)
-search_flags.define_search_flags()
-search_flags.define_quantize_flag()
 search_flags.define_jit_compile_flag()
+flags.adopt_module_key_flags(run_flags)
 flags.adopt_module_key_flags(search_flags)
 
 
@@ -39,6 +36,8 @@ def main() -> None:
     for module in ("fastapi", "uvicorn"):  # before the run is restored: a quick, clear error
         import_extra(module, module, "serve", "t2t-serve")
     from t2t_lite.serve.web import server  # after flag parsing: --help stays fast
+
+    run_flags.import_usr_dir()
 
     limits = server.Limits(
         max_sentences=FLAGS.max_sentences,

@@ -10,9 +10,7 @@ report.md, report.json and PNGs into --sweep_dir. Rerunning the command resumes 
 
 from __future__ import annotations
 
-import sys
-
-from absl import app, flags, logging
+from absl import app, flags
 
 from t2t_lite.bin import cli
 from t2t_lite.sweep.plan import TRAIN_FLAG_DEFAULTS
@@ -60,15 +58,13 @@ def main() -> None:
         train_flags={name: FLAGS[name].value for name in TRAIN_FLAG_DEFAULTS},
         usr_dir=FLAGS.usr_dir or "",
     )
-    try:
-        print(runner.run_sweep(definition, config))
-    except (runner.SweepFailed, runner.SweepInterrupted) as e:
-        logging.error("%s", e)
-        sys.exit(1)
+    print(runner.run_sweep(definition, config))
 
 
 def run() -> None:
-    cli.run(main)
+    from t2t_lite.sweep import runner
+
+    cli.run(main, (runner.SweepFailed, runner.SweepInterrupted))  # one line, exit status 1
 
 
 if __name__ == "__main__":

@@ -8,12 +8,9 @@
 
 from __future__ import annotations
 
-import sys
-
-from absl import app, flags, logging
+from absl import app, flags
 
 from t2t_lite.bin import cli
-from t2t_lite.train import budget, late_dropout
 from t2t_lite.train import loop as training
 from t2t_lite.train.loop import METRIC_DIRECTIONS, STRATEGIES
 
@@ -58,24 +55,26 @@ def main() -> None:
         problems.import_usr_dir(FLAGS.usr_dir)
     try:
         hparams = get_hparams(FLAGS.hparams_set, FLAGS.hparams)
-        hparams = budget.budget_hparams(hparams, FLAGS.train_minutes, FLAGS.hparams)
-        hparams = late_dropout.dropout_hparams(hparams, FLAGS.hparams)
     except (KeyError, ValueError) as e:
         raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
-    values = {name: FLAGS[name].value for name in training.TrainConfig.__dataclass_fields__}
-    values["train_steps"] = FLAGS.train_steps or (0 if FLAGS.train_minutes else hparams.train_steps)
-    config = training.TrainConfig(**values)
+    fields = training.TrainConfig.__dataclass_fields__
+    values = {name: FLAGS[name].value for name in fields if name in FLAGS}
+    config = training.TrainConfig(**values, hparams_overrides=FLAGS.hparams)
     problem = problems.get_problem(FLAGS.problem)
-    try:
-        training.train(problem, config, hparams, FLAGS.hparams_set, strategy)
-    except (training.NonFiniteError, training.CheckpointError, training.TrainingInterrupted,
-            training.ConflictingRunError) as e:  # fmt: skip
-        logging.error("%s", e)
-        sys.exit(1)
+    training.train(problem, config, hparams, FLAGS.hparams_set, strategy)
+
+
+# Ends of a run that are not a mistake in its flags: one line, exit status 1.
+FAILURES = (
+    training.NonFiniteError,
+    training.CheckpointError,
+    training.TrainingInterrupted,
+    training.ConflictingRunError,
+)
 
 
 def run() -> None:
-    cli.run(main)
+    cli.run(main, FAILURES)
 
 
 if __name__ == "__main__":

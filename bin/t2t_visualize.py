@@ -13,29 +13,23 @@ import os
 
 from absl import flags, logging
 
-from t2t_lite.bin import cli
+from t2t_lite.bin import cli, run_flags
 from t2t_lite.decode import search_flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string(
-    "output_dir", None, "Training output folder (hparams.json, checkpoints).", required=True
-)
+run_flags.define_run_flags()
+flags.adopt_module_key_flags(run_flags)
+flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_string("inputs", None, "The sentence to translate and picture.", required=True)
 flags.DEFINE_string("visualize_dir", None, "Where PNGs and index.html go (default O/attention).")
-flags.DEFINE_string("checkpoint", None, "Checkpoint path or folder (default: latest/averaged).")
-search_flags.define_search_flags()
-search_flags.define_quantize_flag()
-flags.adopt_module_key_flags(search_flags)
 
 
 def main() -> None:
     from t2t_lite.decode.runner import Translator
     from t2t_lite.decode.visualize import pyplot, sentence_attention, write_pictures
-    from t2t_lite.run.run import Run
 
     pyplot()  # without matplotlib, fail before the model loads
-    search = search_flags.search_overrides()
-    run = Run.restore(FLAGS.output_dir, FLAGS.checkpoint, search=search, quantize=FLAGS.quantize)
+    run = run_flags.restore_run()
     translator = Translator.from_run(run)
     attention = sentence_attention(translator, FLAGS.inputs)
     directory = FLAGS.visualize_dir or os.path.join(FLAGS.output_dir, "attention")

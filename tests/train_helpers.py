@@ -42,7 +42,7 @@ def run_training(output_dir: str, steps: int, save_every: int, overrides: str = 
     from t2t_lite.train import loop as training
 
     hparams = get_hparams("transformer_tiny", overrides)
-    cfg = config(output_dir, steps, save_every, **kwargs)
+    cfg = config(output_dir, steps, save_every, **{"hparams_overrides": overrides, **kwargs})
     return training.train(FakeReverse(), cfg, hparams, "transformer_tiny")
 
 

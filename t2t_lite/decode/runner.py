@@ -25,7 +25,6 @@ from t2t_lite.decode.search import SearchResult
 from t2t_lite.decode.transformer_step import score_ids, search_function
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.hparams.search_settings import parse_sampling
-from t2t_lite.model.ensemble import parse_weights
 from t2t_lite.model.quantize import multiplies_in_8_bits
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
@@ -307,7 +306,7 @@ class DecodeConfig:
             self.checkpoint,
             self.data_dir,
             search=self.search_overrides(),
-            ensemble_weights=parse_weights(self.ensemble_weights),
+            ensemble_weights=self.ensemble_weights,
             quantize=self.quantize,
             strategy=decode_strategy(self.strategy),
         )
@@ -345,13 +344,15 @@ def interactive(translator: Translator) -> None:
             print(out, flush=True)
 
 
-def run_decode(config: DecodeConfig) -> int:
+def run_decode(config: DecodeConfig, restore: Callable[[], Run] | None = None) -> int:
     """Decodes (or scores) as `config` says; returns the number of lines written (or 0 after the
-    interactive prompt)."""
+    interactive prompt). `restore` restores the run (default `config.restore`; t2t-decode
+    passes the one restore of the commands' run flags, `t2t_lite.bin.run_flags`)."""
     # An input file is read and checked before the model loads (a bad one fails at once);
     # stdin once the model is ready.
     inputs = read_decode_inputs(config) if config.decode_from_file else None
-    translator = Translator.from_run(config.restore(), config.batch_tokens, config.jit_compile)
+    run = (restore or config.restore)()
+    translator = Translator.from_run(run, config.batch_tokens, config.jit_compile)
     if not config.decode_from_file and not config.score_file and sys.stdin.isatty():
         interactive(translator)
         return 0

@@ -78,6 +78,20 @@ def restore_models(
     return models, restored[0][1], ",".join(path for _, _, path in restored)
 
 
+def _problem_of(info: RunInfo, output_dir: str) -> Problem:
+    """The run's registered problem; a KeyError naming the run's recorded --usr_dir when the
+    problem is one of the user's and that code has not been imported."""
+    try:
+        return get_problem(info.problem)
+    except KeyError:
+        if not info.usr_dir:
+            raise
+        raise KeyError(
+            f"problem {info.problem!r} of the run in {output_dir} was registered by "
+            f"--usr_dir={info.usr_dir}; pass that --usr_dir (it runs the code it names)"
+        ) from None
+
+
 @dataclasses.dataclass(frozen=True)
 class Run:
     """A restored training run: its model, problem, vocabulary and search settings.
@@ -111,7 +125,7 @@ class Run:
         checkpoint: str | None = None,
         data_dir: str | None = None,
         search: Mapping[str, Any] | None = None,
-        ensemble_weights: Sequence[float] | None = None,
+        ensemble_weights: Sequence[float | str] | None = None,
         quantize: str | None = None,
         strategy: tf.distribute.Strategy | None = None,
     ) -> Run:
@@ -134,7 +148,8 @@ class Run:
         """
         quantize = quantize or "none"
         with strategy.scope() if strategy is not None else contextlib.nullcontext():
-            model, info, path = restore_models(output_dir, checkpoint, data_dir, ensemble_weights)
+            weights = ensemble.parse_weights(ensemble_weights)
+            model, info, path = restore_models(output_dir, checkpoint, data_dir, weights)
             quantize_model(model, quantize)
         logging.info("restored %s (problem %s, hparams %s)", path, info.problem, info.hparams_set)
         if quantize != "none":
@@ -146,7 +161,7 @@ class Run:
                     "%s: %d layers quantized, %d of them with 8-bit products (oneDNN)",
                     quantize, len(layers), fast,
                 )  # fmt: skip
-        problem = get_problem(info.problem)
+        problem = _problem_of(info, output_dir)
         data_dir = data_dir or info.data_dir
         problem.check_data_dir(data_dir, wanted_by=f"the problem of the run in {output_dir}")
         tokenizer = problem.tokenizer(data_dir)

@@ -24,6 +24,10 @@ class RunInfo:
     vocab_size: int
     # The leading ids the model outputs (problem metadata); 0: the whole vocabulary.
     output_vocab_size: int = 0
+    # The --usr_dir that registered the problem, absolute ("": a problem of t2t_lite's own).
+    # Commands do not import it from here (a run folder may come from anyone): they name it
+    # when the problem is unknown, so the user passes --usr_dir knowingly.
+    usr_dir: str = ""
 
     def to_dict(self) -> dict:
         values = dataclasses.asdict(self)
@@ -57,7 +61,7 @@ class RunInfo:
         return [
             f"{k}: {mine.get(k)!r} != {theirs.get(k)!r}"
             for k in sorted(set(mine) | set(theirs))
-            if mine.get(k) != theirs.get(k)
+            if mine.get(k) != theirs.get(k) and k != "usr_dir"  # where, not what, the code is
         ]
 
 

@@ -1,17 +1,16 @@
 """Evaluation during training: dev loss, perplexity and token accuracy, and optionally sacreBLEU
-of greedy decoding on a dev subset."""
+of greedy decoding on a dev subset, decoded and scored as t2t-decode and t2t-bleu do."""
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 import tensorflow as tf
 
 from t2t_lite.data import trim_ids
-from t2t_lite.decode import transformer_step
-from t2t_lite.decode.replicas import split_rows
+from t2t_lite.decode.runner import Translator
+from t2t_lite.metrics.bleu import sacre_bleu
 from t2t_lite.train.step import sum_stats
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -57,34 +56,43 @@ def local_strategy(strategy):
     return strategy
 
 
-def dev_bleu(model, problem, config, strategy=None) -> float:
-    """sacreBLEU of greedy decoding (beam 1) on the first `config.bleu_examples` dev examples,
-    each batch split over the replicas of `strategy` as t2t-decode does."""
-    import sacrebleu
-
-    tokenizer = problem.tokenizer(config.data_dir)
-    dataset = problem.make_dataset(
-        config.data_dir, "dev", model.hparams, shuffle=False, repeat=False
-    )
-    # One trace for every batch shape, as t2t-decode's Translator: eager search is 5-10x slower.
-    translate = tf.function(
-        split_rows(
-            strategy,
-            functools.partial(transformer_step.translate_ids, model, beam_size=1, nbest=1),
-        ),
-        input_signature=[tf.TensorSpec([None, None], tf.int32)],
-    )
-    hypotheses, references = [], []
+def dev_texts(problem, data_dir: str, hparams, count: int) -> tuple[list[str], list[str]]:
+    """(sources, references): the first `count` dev examples as text, detokenized from the dev
+    split's ids in the order training's dev pipeline reads them."""
+    tokenizer = problem.tokenizer(data_dir)
+    dataset = problem.make_dataset(data_dir, "dev", hparams, shuffle=False, repeat=False)
+    sources, targets = [], []
     for batch in dataset:
-        result = translate(batch["inputs"])
-        # Both end at their first EOS; padding follows it (search output and dataset alike).
-        hypotheses.extend(trim_ids(result.ids[:, 0]).to_list())
-        references.extend(trim_ids(batch["targets"]).to_list())
-        if len(hypotheses) >= config.bleu_examples:
+        # Both end at their first EOS; padding follows it.
+        sources.extend(trim_ids(batch["inputs"]).to_list())
+        targets.extend(trim_ids(batch["targets"]).to_list())
+        if len(sources) >= count:
             break
 
     def detokenize(sequences):
-        ragged = tf.ragged.constant(sequences[: config.bleu_examples], dtype=tf.int32)
+        ragged = tf.ragged.constant(sequences[:count], dtype=tf.int32)
         return [s.decode("utf-8") for s in tokenizer.decode(ragged).numpy()]
 
-    return sacrebleu.corpus_bleu(detokenize(hypotheses), [detokenize(references)]).score
+    return detokenize(sources), detokenize(targets)
+
+
+def dev_bleu(model, problem, config, strategy=None) -> float:
+    """sacreBLEU (`t2t_lite.metrics.bleu`) of greedy decoding of the first
+    `config.bleu_examples` dev examples, decoded as t2t-decode decodes: its `Translator`, with
+    the problem's search settings at beam 1 and alpha 0 (the cheapest search, which the
+    budget's end-of-run choice was measured with), its decoding constraint and its
+    postprocessing, each batch split over the replicas of `strategy`."""
+    sources, references = dev_texts(problem, config.data_dir, model.hparams, config.bleu_examples)
+    tokenizer = problem.tokenizer(config.data_dir)
+    settings = problem.decode_defaults.override(beam_size=1, alpha=0.0, nbest=1, sampling=False)
+    constraint = (
+        problem.decode_constraint(config.data_dir, tokenizer) if settings.constrained else None
+    )
+    translator = Translator(
+        model, tokenizer, settings, postprocess=problem.postprocess, constraint=constraint,
+        strategy=strategy,
+    )  # fmt: skip
+    names = [f"dev example {i + 1}" for i in range(len(sources))]
+    found = translator.translate(sources, names, log_progress=False)
+    hypotheses = [hyps[0].text if hyps else "" for hyps in found]
+    return sacre_bleu(hypotheses, [references]).bleu

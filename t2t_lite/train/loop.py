@@ -35,7 +35,7 @@ from t2t_lite.runtime.distribute import create_strategy as create_strategy
 from t2t_lite.runtime.precision import AUTO, resolve_precision
 from t2t_lite.runtime.progress import ProgressLog
 from t2t_lite.train import final_choice
-from t2t_lite.train.budget import BudgetClock
+from t2t_lite.train.budget import BudgetClock, budget_hparams
 from t2t_lite.train.evaluation import (
     FLOAT32_MAX,
     METRIC_DIRECTIONS,
@@ -44,7 +44,7 @@ from t2t_lite.train.evaluation import (
     local_strategy,
 )
 from t2t_lite.train.init_from import initialize_from
-from t2t_lite.train.late_dropout import LateDropout
+from t2t_lite.train.late_dropout import LateDropout, dropout_hparams
 from t2t_lite.train.step import Trainer
 
 # tf.summary.scalar needs the tensorboard package; the raw op with the scalars plugin's
@@ -64,7 +64,9 @@ class TrainConfig:
 
     output_dir: str
     data_dir: str
-    train_steps: int  # 0 with train_minutes: no step limit, the minutes end the run
+    # 0 with train_minutes: no step limit, the minutes end the run; None: the hparams set's
+    # train_steps, or 0 with train_minutes (`resolve_run`).
+    train_steps: int | None = None
     # Every N steps: evaluate on dev, write a checkpoint, log a progress line.
     eval_every: int = 1000
     save_every: int = 1000
@@ -86,9 +88,15 @@ class TrainConfig:
     # also takes its optimizer state and step count (t2t_lite.train.init_from).
     init_from: str = ""
     init_optimizer: bool = False
+    usr_dir: str = ""  # the --usr_dir that registered the problem, recorded in hparams.json
+    # The --hparams overrides as given ("k=v,k=v"): what the caller chose, which the budget's
+    # schedule and the late-dropout rule leave as it is (`resolve_run`).
+    hparams_overrides: str = ""
 
     def __post_init__(self) -> None:
         for name in ("train_steps", "eval_every", "save_every", "keep_checkpoints", "log_every"):
+            if name == "train_steps" and self.train_steps is None:
+                continue  # resolved from the hparams set by `resolve_run`
             no_limit = name == "train_steps" and self.train_steps == 0 and self.train_minutes > 0
             if getattr(self, name) <= 0 and not no_limit:
                 raise ValueError(f"--{name} must be positive, got {getattr(self, name)}")
@@ -195,12 +203,29 @@ def _configure(config: TrainConfig) -> None:
     keras.utils.set_random_seed(config.seed)
 
 
+def resolve_run(config: TrainConfig, hparams: HParams) -> tuple[TrainConfig, HParams]:
+    """What a run trains with, the same from t2t-train and from Python: with `train_minutes`,
+    the budget's schedule (train/budget.py) and the late-dropout rule (train/late_dropout.py)
+    applied to `hparams`, leaving what `config.hparams_overrides` sets; and `train_steps`
+    unset taken from the hparams set (0, no step limit, with `train_minutes`). Applying it twice
+    changes nothing."""
+    hparams = budget_hparams(hparams, config.train_minutes, config.hparams_overrides)
+    hparams = dropout_hparams(hparams, config.hparams_overrides)
+    if config.train_steps is None:
+        steps = 0 if config.train_minutes else hparams.train_steps
+        config = dataclasses.replace(config, train_steps=steps)
+    return config, hparams
+
+
 def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, strategy=None) -> dict:
     """Trains to `config.train_steps`, resuming from output_dir/checkpoints if there are any.
+    `hparams` are the named set's with `config.hparams_overrides` applied, as `get_hparams`
+    gives them; `resolve_run` adds the budget's settings, as for t2t-train.
 
     Returns the last evaluation's metrics (with "step"). Raises NonFiniteError, CheckpointError,
     ConflictingRunError or TrainingInterrupted, with messages naming the step, file or flag.
     """
+    config, hparams = resolve_run(config, hparams)
     strategy = strategy or distribute.create_strategy("auto")
     if config.train_minutes and distribute.num_input_pipelines(strategy) > 1:
         # Each worker would read its own clock and stop at a different step, leaving the others
@@ -218,6 +243,7 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         hparams=hparams,
         vocab_size=problem.tokenizer(config.data_dir).vocab_size,
         output_vocab_size=problem.output_size(config.data_dir),
+        usr_dir=os.path.abspath(config.usr_dir) if config.usr_dir else "",
     )
     chief = distribute.is_chief(strategy)
     earlier_run = os.path.exists(os.path.join(config.output_dir, RUN_INFO_FILE))

@@ -296,4 +296,5 @@ def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path):
         "t2t_export", *run, f"--export_dir={tmp_path / 'ct2'}", "--format=ctranslate2",
         "--quantize=int8",
     )  # fmt: skip
-    assert refused.returncode == 1 and "--ct2_quantization" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "--ct2_quantization" in refused.stderr, refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].startswith("t2t-export: error: ")

@@ -136,5 +136,7 @@ def test_t2t_bleu_command(tmp_path):
     done = subprocess.run(
         command + [f"--reference={short}"], capture_output=True, text=True, env=env
     )
-    assert done.returncode == 1
-    assert "has 3 lines but" in done.stderr and "short.txt has 1" in done.stderr
+    assert done.returncode == 2, done.stderr  # a user error: one line, status 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("t2t-bleu: error: ") and "has 3 lines but" in line
+    assert "short.txt has 1" in line

@@ -153,5 +153,6 @@ def test_t2t_evalb_command(tmp_path):
     assert "sentence 5: Length unmatch (3|2)" in done.stderr
     test.write_text(f"(TOP {PAIRS['identical'][1]})\n")
     done = subprocess.run(command, capture_output=True, text=True, env=env)
-    assert done.returncode == 1
-    assert f"{gold} has 6 trees but {test} has 1" in done.stderr
+    assert done.returncode == 2, done.stderr  # a user error: one line, status 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"t2t-evalb: error: {gold} has 6 trees but {test} has 1"), last

@@ -1,5 +1,5 @@
-"""Dev BLEU during training: ids are cut at EOS, detokenized with the problem's vocabulary and
-scored with sacreBLEU."""
+"""Dev BLEU during training: the dev examples decoded by t2t-decode's Translator and scored by
+t2t_lite.metrics.bleu, equal to what t2t-decode and t2t-bleu give for the same checkpoint."""
 
 from __future__ import annotations
 
@@ -8,25 +8,24 @@ import os
 import subprocess
 import sys
 import types
-from typing import NamedTuple
 
 import pytest
 import tensorflow as tf
 
+from t2t_lite.decode.search import SearchResult
 from t2t_lite.hparams import get_hparams
-from t2t_lite.train.evaluation import dev_bleu
+from t2t_lite.train.evaluation import dev_bleu, dev_texts
 
 
-class _Result(NamedTuple):  # a nest tf.function can return, as the real SearchResult
-    ids: tf.Tensor
+def _fake_search(reverse: bool):
+    """A stand-in for t2t_lite.decode.runner.search_function whose search answers by reversing
+    (or copying) the source ids; the model is not used. It checks the settings are greedy."""
 
+    def search_function(model, settings, constraint=None, fixed_shapes=False):
+        assert settings.beam_size == 1 and settings.alpha == 0.0 and settings.nbest == 1
+        return translate_ids
 
-def _fake_decoding(reverse: bool):
-    """A stand-in t2t_lite.decode.transformer_step whose translate_ids answers by reversing (or
-    copying) the source ids; the model is not used."""
-
-    def translate_ids(model, inputs, *, beam_size, nbest):
-        assert beam_size == 1 and nbest == 1
+    def translate_ids(inputs):
         lengths = tf.reduce_sum(tf.cast(inputs > 1, tf.int32), axis=1)
         symbols = tf.RaggedTensor.from_tensor(inputs, lengths=lengths)
         if reverse:  # each row's own symbols; padding stays after EOS, as a search leaves it
@@ -34,9 +33,10 @@ def _fake_decoding(reverse: bool):
             symbols = tf.RaggedTensor.from_tensor(flipped, lengths=lengths)
         eos = tf.ones([tf.shape(inputs)[0], 1], tf.int32)
         ids = tf.concat([symbols, tf.RaggedTensor.from_tensor(eos)], axis=1).to_tensor()
-        return _Result(ids=ids[:, None, :])
+        zeros = tf.zeros([tf.shape(inputs)[0], 1])
+        return SearchResult(ids=ids[:, None, :], scores=zeros, log_probs=zeros)
 
-    return types.SimpleNamespace(translate_ids=translate_ids)
+    return search_function
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +53,12 @@ def reverse_data(tmp_path_factory):
 
 @pytest.mark.parametrize("reverse", [True, False])
 def test_dev_bleu_scores_decoded_dev_examples(reverse_data, monkeypatch, reverse):
-    from t2t_lite.train import evaluation
+    from t2t_lite.decode import runner
 
     problem, data_dir = reverse_data
-    monkeypatch.setattr(evaluation, "transformer_step", _fake_decoding(reverse))
-    model = types.SimpleNamespace(hparams=get_hparams("transformer_tiny"))
+    monkeypatch.setattr(runner, "search_function", _fake_search(reverse))
+    vocab_size = problem.tokenizer(data_dir).vocab_size
+    model = types.SimpleNamespace(hparams=get_hparams("transformer_tiny"), vocab_size=vocab_size)
     config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=25)
     score = dev_bleu(model, problem, config)
     if reverse:
@@ -81,3 +82,43 @@ def test_dev_bleu_splits_its_batches_over_the_replicas_as_t2t_decode_does(tmp_pa
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["replicas"] == 2
     assert result["two"] == result["one"] and result["one"] > 10.0
+
+
+def test_dev_bleu_equals_t2t_decode_and_t2t_bleu(tmp_path):
+    """The dev BLEU a run logs is what t2t-decode (greedy) and t2t-bleu give for the same
+    checkpoint and dev examples."""
+    from t2t_lite import problems
+    from t2t_lite.train import loop as training
+
+    problem = problems.get_problem("algorithmic_reverse")
+    data_dir = str(tmp_path / "data")
+    problem.generate_data(data_dir, max_sequence_length=6, train_size=2000, dev_size=40)
+    overrides = "warmup_steps=60,learning_rate=0.6"
+    config = training.TrainConfig(
+        output_dir=str(tmp_path / "run"), data_dir=data_dir, train_steps=90, eval_every=90,
+        save_every=90, log_every=90, bleu_examples=40, hparams_overrides=overrides,
+    )  # fmt: skip
+    hparams = get_hparams("transformer_tiny", overrides)
+    logged = training.train(problem, config, hparams, "transformer_tiny")["dev_bleu"]
+    sources, references = dev_texts(problem, data_dir, hparams, 40)
+    assert len(sources) == len(references) == 40
+    (tmp_path / "dev.src").write_text("".join(f"{line}\n" for line in sources))
+    (tmp_path / "dev.ref").write_text("".join(f"{line}\n" for line in references))
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    binaries = os.path.dirname(sys.executable)
+    decoded = subprocess.run(
+        [os.path.join(binaries, "t2t-decode"), f"--output_dir={tmp_path / 'run'}",
+         f"--checkpoint={tmp_path / 'run' / 'checkpoints'}", "--beam_size=1", "--alpha=0",
+         f"--decode_from_file={tmp_path / 'dev.src'}", f"--decode_to_file={tmp_path / 'dev.out'}"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert decoded.returncode == 0, decoded.stderr[-3000:]
+    scored = subprocess.run(
+        [os.path.join(binaries, "t2t-bleu"), f"--translation={tmp_path / 'dev.out'}",
+         f"--reference={tmp_path / 'dev.ref'}", "--score_only"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    sacre = float(scored.stdout.split()[0])
+    assert logged > 10.0, logged  # the model has learned something: the check is not 0 == 0
+    assert sacre == pytest.approx(round(logged, 2), abs=0.006), (sacre, logged)

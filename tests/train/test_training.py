@@ -180,9 +180,12 @@ def test_best_checkpoint_and_early_stopping_follow_the_metric(tmp_path, monkeypa
 def test_train_minutes_stops_with_a_checkpoint_and_the_rerun_resumes(tmp_path):
     out = str(tmp_path)
     # A budget of 0.06 s ends training after its first step (which takes longer than that).
-    first = run_training(out, steps=6, save_every=100, train_minutes=0.001)
+    # Naming the schedule keeps it (as t2t-train --hparams does): the clock only stops the run,
+    # and the rerun without minutes resumes the same hparams.
+    schedule = "learning_rate_schedule=rsqrt_warmup"
+    first = run_training(out, steps=6, save_every=100, overrides=schedule, train_minutes=0.001)
     assert first["step"] == 1
     assert tf.train.latest_checkpoint(os.path.join(out, "checkpoints")).endswith("ckpt-1")
-    second = run_training(out, steps=6, save_every=100)
+    second = run_training(out, steps=6, save_every=100, overrides=schedule)
     assert second["step"] == 6
     assert tf.train.latest_checkpoint(os.path.join(out, "checkpoints")).endswith("ckpt-6")

@@ -1,0 +1,136 @@
+"""The flags that locate a run, defined once (t2t_lite.bin.run_flags): the same names, help and
+defaults on every command that restores a run, and a run of the user's own problem restored by
+t2t-visualize and t2t-serve with its --usr_dir, which hparams.json records and names when it is
+missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import tensorflow as tf
+from decoding_helpers import tiny_model
+
+from t2t_lite.run.layout import CHECKPOINT_DIR
+from t2t_lite.run.run_info import RunInfo
+
+BIN = os.path.dirname(sys.executable)
+COMMANDS = ("t2t_decode", "t2t_export", "t2t_serve", "t2t_visualize")
+RUN_FLAGS = ("output_dir", "checkpoint", "data_dir", "usr_dir", "beam_size", "alpha",
+             "extra_length", "constrained", "sampling", "quantize")  # fmt: skip
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def _flags(module: str) -> dict:
+    script = (
+        f"import json, t2t_lite.bin.{module}\nfrom absl import flags\n"
+        f"print(json.dumps({{n: [flags.FLAGS[n].help, flags.FLAGS[n].default] for n in "
+        f"{RUN_FLAGS!r} if n in flags.FLAGS}}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=ENV, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_every_command_that_restores_a_run_has_the_same_run_flags():
+    found = {module: _flags(module) for module in COMMANDS}
+    for module, values in found.items():
+        assert sorted(values) == sorted(RUN_FLAGS), (module, sorted(values))
+    first = found["t2t_export"]
+    for module, values in found.items():
+        for name in RUN_FLAGS:
+            if name == "checkpoint" and module == "t2t_decode":  # it adds the ensemble's form
+                assert values[name][0].startswith(first[name][0]), values[name]
+                continue
+            assert values[name] == first[name], (module, name, values[name], first[name])
+    # The true default order, final/ (every --train_minutes run's model) first.
+    assert (
+        "output_dir/final, output_dir/averaged and output_dir/checkpoints" in first["checkpoint"][0]
+    )
+
+
+@pytest.fixture(scope="module")
+def user_run(tmp_path_factory):
+    """A run of a problem registered by a --usr_dir file, with that file recorded."""
+    root = tmp_path_factory.mktemp("usr_run")
+    usr = root / "my_problems.py"
+    usr.write_text(
+        textwrap.dedent("""
+        from t2t_lite.problems import register_problem
+        from t2t_lite.problems.algorithmic import AlgorithmicCopy
+
+        @register_problem("usr_copy_digits")
+        class CopyDigits(AlgorithmicCopy):
+            pass
+        """)
+    )
+    script = (
+        "from t2t_lite.problems import import_usr_dir, get_problem\n"
+        f"import_usr_dir({str(usr)!r})\n"
+        f"get_problem('usr_copy_digits').generate_data({str(root / 'data')!r}, "
+        "max_sequence_length=4, train_size=20, dev_size=5, test_size=5)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=ENV, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    model = tiny_model(13, seed=4)
+    info = RunInfo("usr_copy_digits", str(root / "data"), "transformer_tiny", model.hparams, 13)
+    info = RunInfo(**{**info.__dict__, "usr_dir": str(usr)})
+    info.save(str(root / "run"))
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(model=model), str(root / "run" / CHECKPOINT_DIR), 1
+    )
+    manager.save()
+    (root / "in.txt").write_text("1 2\n")
+    return root
+
+
+@pytest.fixture
+def busy_port():
+    """A port something already listens on: t2t-serve cannot bind it and stops."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
+
+
+def _command(name: str, *flags: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [os.path.join(BIN, name), *flags], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
+
+
+def test_a_missing_usr_dir_is_named_from_the_run(user_run, busy_port):
+    run = f"--output_dir={user_run / 'run'}"
+    for command, flags in (
+        ("t2t-visualize", [run, "--inputs=1 2"]),
+        ("t2t-serve", [run, f"--port={busy_port}"]),
+        ("t2t-decode", [run, f"--decode_from_file={user_run / 'in.txt'}"]),
+    ):
+        done = _command(command, *flags)
+        last = done.stderr.strip().splitlines()[-1]
+        assert done.returncode == 2, (command, done.stderr[-2000:])
+        assert last.startswith(f"{command}: error: problem 'usr_copy_digits' of the run in ")
+        assert f"--usr_dir={user_run / 'my_problems.py'}" in last, last
+
+
+def test_visualize_and_serve_restore_a_user_problem_run_with_its_usr_dir(
+    user_run, tmp_path, busy_port
+):
+    flags = [f"--output_dir={user_run / 'run'}", f"--usr_dir={user_run / 'my_problems.py'}"]
+    pictures = _command("t2t-visualize", *flags, "--inputs=1 2 3", f"--visualize_dir={tmp_path}")
+    assert pictures.returncode == 0, pictures.stderr[-2000:]
+    assert (tmp_path / "index.html").is_file()
+    # t2t-serve restores it and starts serving; the port is taken, so it stops after the model
+    # is loaded, which its log says.
+    served = _command("t2t-serve", *flags, f"--port={busy_port}")
+    assert "restored" in served.stderr and "usr_copy_digits" in served.stderr, served.stderr[-3000:]
+    assert "problem 'usr_copy_digits'" not in served.stderr
