@@ -38,6 +38,13 @@ def members(model) -> tuple:
     return getattr(model, "models", (model,))
 
 
+def parameter_count(model) -> int:
+    """The weights of a `Transformer`, or of every member of an `Ensemble`: Keras'
+    `count_params` (a float model's are all trainable; an int8 model counts its scales too).
+    The one count t2t-info, t2t-serve's facts and t2t-sweep's report print."""
+    return int(sum(member.count_params() for member in members(model)))
+
+
 class Ensemble:
     """Models searched as one: at each step the log of the weighted mean of their probabilities.
 

@@ -85,7 +85,9 @@ def _one_garbage_collection() -> Iterator[None]:
 
 
 def quantized_layers(model: keras.Model) -> list[keras.layers.Layer]:
-    """The layers of `model` that hold quantized weights, in model order."""
+    """The layers of `model` that hold quantized weights, in model order. Keras 3 has no public
+    iterator over nested layers (`Model.layers` lists the top level only); `_flatten_layers` is
+    the one its own `Model.quantize` walks, so both see the same layers."""
     return [layer for layer in model._flatten_layers() if layer.quantization_mode is not None]
 
 

@@ -8,15 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from t2t_lite.model.ensemble import members
+from t2t_lite.model.ensemble import parameter_count
 from t2t_lite.run.checkpoints import checkpoint_step
 from t2t_lite.run.run import Run
-
-
-def parameter_count(model: Any) -> int:
-    """Trainable and non-trainable weights of a Transformer, or of every member of an
-    `Ensemble` (which has `models`)."""
-    return int(sum(m.count_params() for m in members(model)))
 
 
 def run_facts(run: Run) -> dict[str, Any]:

@@ -17,11 +17,11 @@ import os
 import re
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from t2t_lite.data.pipeline import parse_examples
 from t2t_lite.decode.runner import Translator
+from t2t_lite.model.ensemble import parameter_count
 from t2t_lite.problems.base import read_metadata
 from t2t_lite.run.run import Run
 from t2t_lite.train.step import BatchStats, batch_stats, sum_stats
@@ -118,7 +118,7 @@ def evaluate_run(output_dir: str, max_examples: int) -> dict:
             "metric": metric,
             metric: score(metric, hypotheses, references),
             "decoded_examples": len(sources),
-            "params": int(sum(np.prod(v.shape) for v in run.model.trainable_variables)),
+            "params": parameter_count(run.model),
             "checkpoint": os.path.relpath(run.checkpoint, output_dir),
             "step": checkpoint_step(run.checkpoint),
             "train_examples": read_metadata(run.data_dir)["splits"]["train"]["examples"],

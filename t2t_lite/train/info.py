@@ -7,12 +7,13 @@ from t2t_lite.model.flops import forward_flops_per_token
 
 
 def count_parameters(hparams, vocab_size: int) -> int:
-    """Trainable parameters of the built model."""
+    """The parameters of the built model (`parameter_count`)."""
+    from t2t_lite.model.ensemble import parameter_count
     from t2t_lite.model.transformer import Transformer
 
     model = Transformer(hparams, vocab_size)
     model.build()
-    return int(sum(v.numpy().size for v in model.trainable_variables))
+    return parameter_count(model)
 
 
 def describe(hparams_set: str, overrides: str, vocab_size: int, length: int) -> str:

@@ -7,6 +7,8 @@ checks that:
     one) except the entries Keras' own base config adds (the dtype policy);
   * `from_config(get_config())`, and Keras' `serialize_keras_object` / `deserialize_keras_object`
     by registered name, rebuild a layer of the same class with an equal config;
+  * `compute_output_shape`, where the layer has it (every t2t_lite layer but the model),
+    gives the shape its call returns;
   * the rebuilt layer has `num_weights` weights of the same shapes and, given the original's
     weights, computes the same outputs.
 """
@@ -44,6 +46,14 @@ def _flatten(outputs) -> list[np.ndarray]:
     return [np.asarray(x) for x in keras.tree.flatten(outputs)]
 
 
+def _own_output_shape(cls: type) -> bool:
+    """Whether a t2t_lite class (not Keras) defines `compute_output_shape` for `cls`."""
+    return any(
+        "compute_output_shape" in vars(c) and c.__module__.startswith("t2t_lite")
+        for c in cls.__mro__
+    )
+
+
 def check_layer_contract(
     layer: keras.layers.Layer, args: tuple, kwargs: dict | None = None, num_weights: int = 0
 ) -> keras.layers.Layer:
@@ -52,7 +62,12 @@ def check_layer_contract(
     kwargs = kwargs or {}
     cls = type(layer)
     assert keras.saving.get_registered_name(cls) == f"{PACKAGE}>{cls.__name__}"
-    expected = _flatten(layer(*args, **kwargs))  # builds the layer if it was not built
+    output = layer(*args, **kwargs)  # builds the layer if it was not built
+    expected = _flatten(output)
+    if _own_output_shape(cls):
+        # keras-hub's layers say their output shape without running; it must be the real one.
+        shapes = [tuple(np.shape(a)) for a in args]
+        assert tuple(layer.compute_output_shape(*shapes)) == tuple(np.shape(output))
     assert len(layer.weights) == num_weights, [w.path for w in layer.weights]
 
     config = layer.get_config()

@@ -172,3 +172,18 @@ def test_head_sizes_default_to_the_papers():
     assert layer.get_config()["key_dim"] == 4
     with pytest.raises(ValueError, match="norm_position"):
         Decoder(1, d_model=8, num_heads=2, d_ff=8, norm_position="middle")
+
+
+def test_every_layer_says_its_output_shape():
+    """keras-hub's layers implement `compute_output_shape`; so does every t2t_lite layer below
+    the model, and `check_layer_contract` holds it to the shape each call returns."""
+    from layer_test_case import _own_output_shape
+
+    layers = registered_layer_classes() - {Transformer}
+    assert layers and all(_own_output_shape(cls) for cls in layers), [
+        cls.__name__ for cls in layers if not _own_output_shape(cls)
+    ]
+    wrong = FeedForward(D, 16)
+    wrong.compute_output_shape = lambda shape: (*shape[:-1], D + 1)  # a shape that lies
+    with pytest.raises(AssertionError):
+        check_layer_contract(wrong, (_x(3),), {}, FFN)

@@ -153,6 +153,11 @@ class MultiHeadAttention(keras.layers.Layer):
         output = self._attend_heads(q, buffers["key"], buffers["value"], seen)
         return output, {f"{name}_{kind}": buffer for name, buffer in buffers.items()}
 
+    def compute_output_shape(self, query_shape, memory_shape=None, *args, **kwargs):
+        """query [batch, query_length, any] --> [batch, query_length, d_model] (without a
+        decoding cache, whose calls also return the new cache)."""
+        return (*query_shape[:-1], self.d_model)
+
     def call(
         self, query, memory=None, attention_mask=None, cache=None, decode_index=None, training=None
     ):

@@ -38,6 +38,10 @@ class SharedEmbedding(keras.layers.Layer):
         )
         self.built = True
 
+    def compute_output_shape(self, input_shape):
+        """ids [...] --> [..., d_model]."""
+        return (*input_shape, self.d_model)
+
     def call(self, ids):
         x = tf.gather(tf.cast(self.embeddings, self.compute_dtype), ids)
         return self._scale_and_mask(x, ids)
@@ -65,7 +69,9 @@ class SharedEmbedding(keras.layers.Layer):
         logits, and per looked-up vector); the inputs stay float whatever `config` says. Other
         modes raise NotImplementedError, which `Model.quantize` turns into a warning."""
         if type_check and type(self) is not SharedEmbedding:
-            raise self._not_implemented_error(self.quantize)
+            raise NotImplementedError(  # as Keras' own layers refuse their subclasses
+                f"{type(self).__name__} does not quantize: only SharedEmbedding itself does"
+            )
         if mode != "int8":
             raise NotImplementedError(f"SharedEmbedding quantizes to int8 only, not {mode!r}")
         if getattr(self, "_is_quantized", False):
@@ -165,6 +171,10 @@ class PositionalEncoding(keras.layers.Layer):
             )
             self.table = tf.constant(table, tf.float32)
         self.built = True
+
+    def compute_output_shape(self, input_shape, *args, **kwargs):
+        """x [batch, length, d_model] --> the same shape."""
+        return tuple(input_shape)
 
     def call(self, x, start_index=0):
         """x: [batch, length, d_model]; positions start at `start_index` (for decoding steps)."""

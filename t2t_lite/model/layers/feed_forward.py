@@ -30,6 +30,10 @@ class FeedForward(keras.layers.Layer):
         self.output_dense.build((None, None, self.d_ff))
         self.built = True
 
+    def compute_output_shape(self, input_shape):
+        """x [..., d_model] --> the same shape."""
+        return tuple(input_shape)
+
     def call(self, x, training=None):
         hidden = self.dropout(int8_product.apply(self.hidden, x), training=training)
         return int8_product.apply(self.output_dense, hidden)

@@ -143,7 +143,7 @@ def prepare(layer: keras.layers.Layer) -> bool:
         kernel = tf.constant(np.ascontiguousarray(layer.embeddings.numpy().T))
         scale = tf.convert_to_tensor(layer.embeddings_scale)
     else:
-        kernel = _kernel_2d(layer, tf.convert_to_tensor(layer._kernel))
+        kernel = _kernel_2d(layer, tf.convert_to_tensor(layer.kernel))
         scale = tf.convert_to_tensor(layer.kernel_scale)
     column_sums = tf.reduce_sum(tf.cast(kernel, tf.float32), axis=0)  # --> [n]
     inverse_scale = 1.0 / tf.reshape(scale, [-1])  # --> [n]
@@ -167,10 +167,10 @@ def apply(layer: keras.layers.Layer, x: tf.Tensor) -> tf.Tensor:
         return layer(x)
     neg_column_sums, inverse_scale, _ = constants
     x = tf.convert_to_tensor(x)
-    kernel = _kernel_2d(layer, layer._kernel)  # --> [k, n]
+    kernel = _kernel_2d(layer, layer.kernel)  # --> [k, n], the int8 variable itself
     lead = tf.shape(x)[: x.shape.rank - _contracted_rank(layer)]
     y = _product(tf.reshape(x, [-1, kernel.shape[0]]), kernel, neg_column_sums, inverse_scale)
-    y = tf.reshape(y, tf.concat([lead, layer._kernel.shape[_contracted_rank(layer) :]], 0))
+    y = tf.reshape(y, tf.concat([lead, layer.kernel.shape[_contracted_rank(layer) :]], 0))
     if getattr(layer, "bias", None) is not None:
         y += tf.cast(layer.bias, tf.float32)
     if getattr(layer, "activation", None) is not None:
@@ -230,9 +230,15 @@ def _neg_sums(kernel: np.ndarray) -> tf.Tensor:
 
 
 def _contracted_rank(layer) -> int:
-    """How many leading axes of the layer's kernel its inputs contract."""
-    reduced = getattr(layer, "_kernel_reduced_axes", None)  # EinsumDense's
-    return len(reduced) if reduced else 1
+    """How many leading axes of the layer's kernel its inputs contract: an EinsumDense's kernel
+    letters that its input has and its output has not ("ad,dhk->ahk": 1; "ahv,hvd->ad": 2);
+    a Dense's one."""
+    equation = getattr(layer, "equation", None)
+    if not equation:
+        return 1
+    operands, output = equation.split("->")
+    inputs, kernel = operands.split(",")
+    return sum(1 for letter in kernel if letter in inputs and letter not in output)
 
 
 def _kernel_2d(layer, kernel) -> tf.Tensor:

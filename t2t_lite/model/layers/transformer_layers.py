@@ -90,6 +90,11 @@ _ATTRIBUTES = {"dropout": "dropout_rate"}
 class _TransformerLayer(_BlockArguments):
     """Shared construction of the sub-layers common to encoder and decoder layers."""
 
+    def compute_output_shape(self, input_shape, *args, **kwargs):
+        """x [batch, length, d_model] --> the same shape (teacher forcing; with a decoding
+        cache the call also returns the new cache)."""
+        return tuple(input_shape)
+
     def _attention(self, name: str) -> MultiHeadAttention:
         layer = MultiHeadAttention(
             self.d_model,
@@ -237,6 +242,11 @@ class _Stack(_BlockArguments):
     since no sub-layer normalizes the output."""
 
     layer_class: type = EncoderLayer
+
+    def compute_output_shape(self, input_shape, *args, **kwargs):
+        """x [batch, length, d_model] --> the same shape (teacher forcing; with a decoding
+        cache the call also returns the new cache)."""
+        return tuple(input_shape)
 
     def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, **kwargs):
         super().__init__(d_model, num_heads, d_ff, **kwargs)
