@@ -215,13 +215,24 @@ def normalize_tree(tree: Tree) -> Tree | None:
     return pruned
 
 
-def _drop_traces(node: Tree) -> Tree | None:
-    if node.is_preterminal:
-        if node.label == TRACE_TAG:
-            return None
-        return Tree(strip_function_tags(node.label), [node.children[0]])
-    children = [c for c in (_drop_traces(child) for child in node.children) if c is not None]
-    if not children:
-        return None
-    label = node.label if node.label in ROOT_LABELS else strip_function_tags(node.label)
-    return Tree(label, children)
+def _drop_traces(tree: Tree) -> Tree | None:
+    """A copy of `tree` without trace pre-terminals, constituents left without words, function
+    tags and indices (root labels kept); None if nothing is left. Iterative: any depth."""
+    built: dict[int, Tree | None] = {}  # id(node) --> its copy, once its children are built
+    stack: list[tuple[Tree, bool]] = [(tree, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if node.is_preterminal:
+            keep = node.label != TRACE_TAG
+            built[id(node)] = (
+                Tree(strip_function_tags(node.label), [node.children[0]]) if keep else None
+            )
+        elif not children_done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in node.children)
+        else:
+            children = [built.pop(id(c)) for c in node.children]
+            children = [c for c in children if c is not None]
+            label = node.label if node.label in ROOT_LABELS else strip_function_tags(node.label)
+            built[id(node)] = Tree(label, children) if children else None
+    return built[id(tree)]

@@ -192,18 +192,25 @@ def _read_sentence(tree: Tree, params: EvalbParams) -> _Sentence:
     return sentence
 
 
-def _collect(node: Tree, params: EvalbParams, sentence: _Sentence, is_root: bool) -> None:
-    if node.is_preterminal:
-        tag = node.label
-        sentence.length += tag not in params.delete_labels_for_length
-        if tag not in params.delete_labels:
-            sentence.tagged.append((node.children[0], tag))
-        return
-    start = len(sentence.tagged)
-    for child in node.children:
-        _collect(child, params, sentence, is_root=False)
-    if not is_root:
-        sentence.brackets.append((start, len(sentence.tagged), _evalb_label(node.label)))
+def _collect(tree: Tree, params: EvalbParams, sentence: _Sentence, is_root: bool) -> None:
+    """Appends the tree's tagged words and its brackets (span over the kept words, label) to
+    `sentence`, in EVALB's order: a bracket after the brackets inside it. Iterative, so a tree
+    of any depth (a broken model output can nest thousands deep) is read without Python's
+    recursion limit."""
+    # (node, the word index where it starts, or None before its children are visited)
+    stack: list[tuple[Tree, int | None]] = [(tree, None)]
+    while stack:
+        node, start = stack.pop()
+        if node.is_preterminal:
+            tag = node.label
+            sentence.length += tag not in params.delete_labels_for_length
+            if tag not in params.delete_labels:
+                sentence.tagged.append((node.children[0], tag))
+        elif start is None:  # first visit: come back after the children, left to right
+            stack.append((node, len(sentence.tagged)))
+            stack.extend((child, None) for child in reversed(node.children))
+        elif node is not tree or not is_root:
+            sentence.brackets.append((start, len(sentence.tagged), _evalb_label(node.label)))
 
 
 def _crosses(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:

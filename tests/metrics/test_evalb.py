@@ -156,3 +156,28 @@ def test_t2t_evalb_command(tmp_path):
     assert done.returncode == 2, done.stderr  # a user error: one line, status 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"t2t-evalb: error: {gold} has 6 trees but {test} has 1"), last
+
+
+def test_a_tree_nested_a_thousand_deep_is_scored(tmp_path):
+    """A broken model output can nest constituents thousands deep (2,003 characters here, inside
+    t2t-serve's limit): reading it needs no recursion, in the library and in t2t-evalb."""
+    from t2t_lite.data.trees import normalize_tree
+
+    deep = "(S " * 1000 + "(NN x) (-NONE- *T*) (VB y)" + ")" * 1000
+    flat = "(S (NN x) (VB y))"
+    tree = parse_tree(deep)
+    result = evalb.score_sentence(tree, tree)
+    assert (result.matched, result.gold_brackets, result.words) == (1000, 1000, 2)
+    assert evalb.score_sentence(parse_tree(flat), tree).matched == 1  # one S over both words
+    normalized = normalize_tree(tree)
+    assert normalized.leaves() == ["x", "y"] and "-NONE-" not in str(normalized)
+    (tmp_path / "gold.trees").write_text(deep + "\n")
+    (tmp_path / "test.trees").write_text(deep + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "t2t_lite.bin.t2t_evalb", f"--gold={tmp_path / 'gold.trees'}",
+         f"--test={tmp_path / 'test.trees'}", "--summary_only"],
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Bracketing FMeasure       = 100.00" in done.stdout, done.stdout
