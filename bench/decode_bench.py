@@ -87,7 +87,7 @@ def timed_seconds(searches: list, inputs: np.ndarray, length: int) -> list[list[
 
 def int8_copy(model: Transformer) -> Transformer:
     """A copy of `model` (same weights) with int8 weights."""
-    copy = Transformer(model.hparams, model.vocab_size)
+    copy = Transformer.from_config(model.get_config())
     copy.build()
     copy.set_weights(model.get_weights())
     quantize.quantize_model(copy, "int8")
@@ -98,7 +98,7 @@ def main(argv: list[str]) -> None:
     del argv
     hparams = get_hparams(FLAGS.hparams_set, FLAGS.hparams).replace(dropout=0.0)
     keras.utils.set_random_seed(0)
-    model = Transformer(hparams, FLAGS.vocab_size)
+    model = Transformer.from_hparams(hparams, FLAGS.vocab_size)
     model.build()
     rng = np.random.default_rng(0)
     inputs = rng.integers(2, FLAGS.vocab_size, (FLAGS.batch_size, FLAGS.source_length))

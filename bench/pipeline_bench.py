@@ -5,7 +5,7 @@ Measures, in one process on this machine:
      token budget, read from a finished `--data_dir` or from synthetic shards shaped like the
      LibreOffice-help corpus (25,000 pairs, mean length about 22 tokens);
   2. training: a plain Keras/TF train step (forward, label-smoothed loss, gradients, Adam) of
-     `Transformer(--hparams_set)` on batches taken from the same pipeline beforehand.
+     `Transformer.from_hparams(--hparams_set)` on batches taken from the same pipeline beforehand.
 Both count real (non-padding) source + target tokens. The issue asks for a ratio of at least 10.
 
     python bench/pipeline_bench.py [--data_dir=/tmp/lohelp_ende] [--output=bench/results/x.md]
@@ -83,7 +83,7 @@ def time_pipeline(files: list[str], hparams, batches: int) -> dict:
 def time_training(files: list[str], hparams, vocab_size: int, steps: int) -> dict:
     ds = make_dataset_from_files(files, hparams, shuffle=True, repeat=True, seed=1)
     batches = list(ds.take(steps + 2))  # materialized first: only compute is timed
-    model = Transformer(hparams, vocab_size)
+    model = Transformer.from_hparams(hparams, vocab_size)
     model(batches[0])  # builds the weights eagerly, outside the traced step
     optimizer = create_optimizer(hparams)
     optimizer.build(model.trainable_variables)

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.hparams import get_hparams
-from t2t_lite.model.transformer import Transformer
+from t2t_lite.model.transformer import MODEL_FIELDS, Transformer
 
 TINY = (
     "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2,"
@@ -21,9 +21,18 @@ TINY = (
 def tiny_model(vocab_size: int, seed: int = 0, overrides: str = "") -> Transformer:
     """A random 1+1-layer Transformer with d_model 16; `overrides` like ",max_positions=8"."""
     keras.utils.set_random_seed(seed)
-    model = Transformer(get_hparams("transformer_tiny", TINY + overrides), vocab_size)
+    model = Transformer.from_hparams(get_hparams("transformer_tiny", TINY + overrides), vocab_size)
     model.build()
     return model
+
+
+def model_hparams(model: Transformer, base: str = "transformer_tiny"):
+    """HParams that describe `model` (its plain arguments over the set `base`, its dtype policy
+    as the precision), for a RunInfo a test writes beside the model's checkpoint."""
+    config = model.get_config()
+    fields = {k: v for k, v in config.items() if k in MODEL_FIELDS}
+    fields["d_k"], fields["d_v"] = fields.pop("key_dim"), fields.pop("value_dim")
+    return get_hparams(base).replace(**fields, precision=model.dtype_policy.name)
 
 
 def np_log_softmax(x: np.ndarray) -> np.ndarray:
@@ -132,7 +141,7 @@ def write_tiny_run(
     (data_dir / "vocab.words.txt").write_text("\n".join(words))
     if model is None:
         model = tiny_model(13, seed=seed, overrides=f",max_positions={max_positions}")
-    info = RunInfo(problem, str(data_dir), "transformer_tiny", model.hparams, 13)
+    info = RunInfo(problem, str(data_dir), "transformer_tiny", model_hparams(model), 13)
     info.save(str(output_dir))
     manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), max_to_keep=1

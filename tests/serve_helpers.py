@@ -39,7 +39,7 @@ def _save_run(problem: str, data_dir: str, output_dir: str, max_positions: int, 
     output_size = task.output_size(data_dir)
     hparams = get_hparams("transformer_tiny", f"{HPARAMS},max_positions={max_positions}")
     keras.utils.set_random_seed(seed)
-    model = Transformer(hparams, vocab_size, output_vocab_size=output_size)
+    model = Transformer.from_hparams(hparams, vocab_size, output_vocab_size=output_size)
     model.build()
     info = RunInfo(problem, data_dir, "transformer_tiny", hparams, vocab_size, output_size)
     info.save(output_dir)

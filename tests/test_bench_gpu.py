@@ -95,7 +95,7 @@ def test_the_decode_manifest_remakes_the_weights_of_tensorflows_reference_search
 
     # A model of another seed, given the manifest's values, finds the same hypotheses.
     tf.keras.utils.set_random_seed(7)
-    model = Transformer(hparams, VOCAB)
+    model = Transformer.from_hparams(hparams, VOCAB)
     model.build()
     decode = export_decode.make_decode(model, beam_size, 5)
     source = values.batch(*export_decode.CHECK_SHAPE, VOCAB)[0]

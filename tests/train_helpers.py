@@ -155,8 +155,8 @@ def dev_bleu_main(data_dir: str) -> None:
     config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=50)
     print(json.dumps({
         "replicas": two.num_replicas_in_sync,
-        "two": dev_bleu(trainer.model, problem, config, two),
-        "one": dev_bleu(trainer.model, problem, config, None),
+        "two": dev_bleu(trainer.model, hparams, problem, config, two),
+        "one": dev_bleu(trainer.model, hparams, problem, config, None),
     }))  # fmt: skip
 
 

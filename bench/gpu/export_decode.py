@@ -61,7 +61,7 @@ def export(folder: str, hparams, vocab: int, time_shape, beam_size: int, extra: 
     manifest."""
     os.makedirs(folder, exist_ok=True)
     tf.keras.utils.set_random_seed(0)
-    model = Transformer(hparams, vocab)
+    model = Transformer.from_hparams(hparams, vocab)
     model.build()
     decode = make_decode(model, beam_size, extra)
     shapes = {"check": batch(*CHECK_SHAPE, vocab)[0], "time": batch(*time_shape, vocab)[0]}

@@ -78,7 +78,7 @@ def train(args) -> None:
 def decode(args) -> None:
     hparams = benchmark_hparams(args.dtype)
     tf.keras.utils.set_random_seed(0)
-    model = Transformer(hparams, P.VOCAB)
+    model = Transformer.from_hparams(hparams, P.VOCAB)
     model.build()
     quantize.quantize_model(model, "int8" if args.dtype == "int8" else "none")
     no_eos = -1e9 * tf.one_hot(EOS_ID, P.VOCAB)

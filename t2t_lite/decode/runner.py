@@ -66,13 +66,13 @@ class Translator:
                 f"the tokenizer has {tokenizer.vocab_size} ids but the model {model.vocab_size}; "
                 "--data_dir must hold the vocabulary the model was trained with"
             )
-        settings.check(model.hparams.max_positions)
+        settings.check(model.max_positions)
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
         # (source line, decoded text) -> output text; a problem's `postprocess` (trees repaired
         # over the source words for parsing).
         self.postprocess = postprocess or (lambda source, output: output)
         self.batch_tokens = batch_tokens
-        self.max_positions = settings.input_limit(model.hparams.max_positions)
+        self.max_positions = settings.input_limit(model.max_positions)
         if jit_compile and strategy is not None and strategy.num_replicas_in_sync > 1:
             raise ValueError(
                 f"--jit_compile decodes on one device, but --strategy has "

@@ -112,9 +112,7 @@ def _output_lengths(model, inputs: tf.Tensor, extra_length: int | tf.Tensor) -> 
     """[batch, source] ids --> [batch] maximum output lengths: the input length (EOS included)
     plus `extra_length`, capped at the model's number of positions, and at least 1."""
     input_lengths = tf.reduce_sum(tf.cast(padding_mask(inputs), tf.int32), axis=1)
-    lengths = tf.minimum(
-        input_lengths + tf.cast(extra_length, tf.int32), model.hparams.max_positions
-    )
+    lengths = tf.minimum(input_lengths + tf.cast(extra_length, tf.int32), model.max_positions)
     return tf.maximum(lengths, 1)
 
 
@@ -128,7 +126,7 @@ def _search_length(
     if not fixed_shapes:
         return max_lengths, None
     width = tf.shape(inputs)[1] + tf.cast(extra_length, tf.int32)
-    return max_lengths, tf.maximum(tf.minimum(width, model.hparams.max_positions), 1)
+    return max_lengths, tf.maximum(tf.minimum(width, model.max_positions), 1)
 
 
 def translate_ids(

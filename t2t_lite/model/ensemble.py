@@ -29,8 +29,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t_lite.hparams import HParams
-
 
 def members(model) -> tuple:
     """The models an `Ensemble` averages, or `(model,)` for one model: what per-model work
@@ -72,11 +70,10 @@ class Ensemble:
         return self.models[0].output_vocab_size
 
     @property
-    def hparams(self) -> HParams:
-        """The first member's hparams, with the smallest `max_positions` of all members (the
+    def max_positions(self) -> int:
+        """The smallest `max_positions` of all members (the
         longest input and output every member can take)."""
-        limit = min(m.hparams.max_positions for m in self.models)
-        return self.models[0].hparams.replace(max_positions=limit)
+        return min(m.max_positions for m in self.models)
 
     def average(self, logits: Sequence[tf.Tensor]) -> tf.Tensor:
         """The members' logits (or log-probs) [..., vocab], one per member --> the log of the

@@ -58,7 +58,7 @@ def quantize_model(model, mode: str | None) -> None:
             # Keras refuses int8 with float16 compute (int8 sums overflow its range).
             raise ValueError(
                 f"--quantize={mode} needs a float32 or bfloat16 model; this run computes in "
-                f"float16 (precision={member.hparams.precision})"
+                f"float16 (dtype policy {member.dtype_policy.name})"
             )
         weights_only = keras.quantizers.Int8QuantizationConfig(
             weight_quantizer=None,

@@ -20,14 +20,25 @@ from t2t_lite.model.layers import (
 from t2t_lite.model.layers.transformer_layers import BLOCK_ARGUMENTS
 from t2t_lite.runtime.precision import resolve_precision
 
-
-def _block_arguments(hparams: HParams) -> dict:
-    """The encoder's and decoder's constructor arguments (all but num_layers) from `hparams`,
-    which names each as the layers do (`key_dim` and `value_dim` are d_k and d_v resolved)."""
-    return {name: getattr(hparams, name) for name in BLOCK_ARGUMENTS}
-
-
 _HPARAMS_FIELDS = frozenset(field.name for field in dataclasses.fields(HParams))
+
+
+# The HParams fields the model reads, beside the layers' BLOCK_ARGUMENTS (key_dim and value_dim
+# are d_k and d_v resolved); the rest of HParams (rates, batches, schedules) is training's.
+MODEL_FIELDS = (
+    "num_encoder_layers", "num_decoder_layers", *BLOCK_ARGUMENTS, "shared_embeddings",
+    "position_encoding", "max_positions",
+)  # fmt: skip
+
+
+# HParams fields that are not model arguments: a config holding one was written before the model
+# took plain arguments.
+_LEGACY_ONLY = _HPARAMS_FIELDS - set(MODEL_FIELDS)
+
+
+def model_arguments(hparams: HParams) -> dict[str, Any]:
+    """The Transformer's constructor arguments (`MODEL_FIELDS`) that `hparams` sets."""
+    return {name: getattr(hparams, name) for name in MODEL_FIELDS}
 
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
@@ -42,62 +53,94 @@ class Transformer(keras.Model):
     max_length)`, then repeatedly `logits, cache = decode_step(ids, index, cache, state)` with
     the previous token's ids [b].
 
-    `get_config()` is flat: the HParams fields beside vocab_size and output_vocab_size.
+    It takes plain arguments, the fields the model reads (`MODEL_FIELDS`), and `get_config()`
+    lists them flat beside vocab_size and output_vocab_size; `from_hparams` builds one from a
+    named set's HParams, whose training settings stay out of it. The compute precision is Keras'
+    `dtype` policy.
     """
 
     def __init__(
-        self, hparams: HParams | dict, vocab_size: int, output_vocab_size: int = 0, **kwargs
+        self,
+        vocab_size: int,
+        output_vocab_size: int = 0,
+        *,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        d_model: int = 512,
+        num_heads: int = 8,
+        d_ff: int = 2048,
+        key_dim: int | None = None,
+        value_dim: int | None = None,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        relu_dropout: float = 0.0,
+        norm_position: str = "post",
+        layer_norm_epsilon: float = 1e-6,
+        shared_embeddings: bool = True,
+        position_encoding: str = "sinusoid",
+        max_positions: int = 256,
+        **kwargs,
     ):
-        if isinstance(hparams, dict):
-            hparams = HParams.from_dict(hparams)
-        kwargs.setdefault("dtype", resolve_precision(hparams.precision))
         super().__init__(**kwargs)
         if not 0 <= output_vocab_size <= vocab_size:
             raise ValueError(f"output_vocab_size={output_vocab_size} not in [0, {vocab_size}]")
-        self.hparams = hparams
         self.vocab_size = vocab_size
         # Logits cover ids [0, output_vocab_size) only (all ids when 0): the target symbols that
         # a problem such as parsing lists first in a vocabulary shared with source words.
         self.output_vocab_size = output_vocab_size
-        hp, policy = hparams, self.dtype_policy
-        self.embedding = SharedEmbedding(
-            vocab_size, hp.d_model, name="shared_embedding", dtype=policy
-        )
-        if not hp.shared_embeddings:
+        self.num_encoder_layers, self.num_decoder_layers = num_encoder_layers, num_decoder_layers
+        self.d_model, self.dropout = d_model, dropout
+        self.shared_embeddings, self.position_encoding = shared_embeddings, position_encoding
+        self.max_positions = max_positions
+        blocks = dict(
+            d_model=d_model, num_heads=num_heads, d_ff=d_ff, key_dim=key_dim,
+            value_dim=value_dim, dropout=dropout, attention_dropout=attention_dropout,
+            relu_dropout=relu_dropout, norm_position=norm_position,
+            layer_norm_epsilon=layer_norm_epsilon,
+        )  # fmt: skip
+        policy = self.dtype_policy
+        self.embedding = SharedEmbedding(vocab_size, d_model, name="shared_embedding", dtype=policy)
+        if not shared_embeddings:
             self.target_embedding = SharedEmbedding(
-                vocab_size, hp.d_model, name="target_embedding", dtype=policy
+                vocab_size, d_model, name="target_embedding", dtype=policy
             )
         self.positions = PositionalEncoding(
-            hp.position_encoding, hp.d_model, hp.max_positions, name="positions", dtype=policy
+            position_encoding, d_model, max_positions, name="positions", dtype=policy
         )
-        self.embedding_dropout = keras.layers.Dropout(hp.dropout, dtype=policy)
-        blocks = _block_arguments(hp)
-        self.encoder = Encoder(hp.num_encoder_layers, **blocks, name="encoder", dtype=policy)
-        self.decoder = Decoder(hp.num_decoder_layers, **blocks, name="decoder", dtype=policy)
+        self.embedding_dropout = keras.layers.Dropout(dropout, dtype=policy)
+        self.encoder = Encoder(num_encoder_layers, **blocks, name="encoder", dtype=policy)
+        self.decoder = Decoder(num_decoder_layers, **blocks, name="decoder", dtype=policy)
+
+    @classmethod
+    def from_hparams(
+        cls, hparams: HParams, vocab_size: int, output_vocab_size: int = 0, **kwargs
+    ) -> Transformer:
+        """The model a named set describes: its model fields, and its precision as the dtype
+        policy (`precision=auto` resolved for this hardware)."""
+        kwargs.setdefault("dtype", resolve_precision(hparams.precision))
+        return cls(vocab_size, output_vocab_size, **model_arguments(hparams), **kwargs)
 
     def set_dropout(self, rate: float) -> None:
         """Sets P_drop (the embedding and residual dropout) to 0 or hparams.dropout, as late
         dropout does (t2t_lite.train.late_dropout); functions traced before keep the old rate."""
-        if rate not in (0.0, self.hparams.dropout):
-            raise ValueError(
-                f"P_drop {rate} is neither 0 nor hparams.dropout={self.hparams.dropout}"
-            )
+        if rate not in (0.0, self.dropout):
+            raise ValueError(f"P_drop {rate} is neither 0 nor the model's dropout={self.dropout}")
         self.embedding_dropout.rate = rate
         for stack in (self.encoder, self.decoder):
             for block in stack.blocks:
                 block.dropout_rate = block.dropout.rate = rate
 
     def build(self, input_shape=None):
-        shape = (None, None, self.hparams.d_model)
+        shape = (None, None, self.d_model)
         for layer in (self.embedding, self.positions, self.encoder, self.decoder):
             layer.build(shape)
-        if not self.hparams.shared_embeddings:
+        if not self.shared_embeddings:
             self.target_embedding.build(shape)
         self.built = True
 
     @property
     def _target_embedding(self) -> SharedEmbedding:
-        return self.embedding if self.hparams.shared_embeddings else self.target_embedding
+        return self.embedding if self.shared_embeddings else self.target_embedding
 
     def _embed(self, embedding, ids, start_index=0, training=None):
         x = self.positions(embedding(ids), start_index=start_index)
@@ -190,14 +233,29 @@ class Transformer(keras.Model):
 
     def get_config(self):
         config = super().get_config()
-        config.update(self.hparams.to_dict())
-        config.update(vocab_size=self.vocab_size, output_vocab_size=self.output_vocab_size)
+        config.update(self.encoder.block_arguments())
+        config.update(
+            vocab_size=self.vocab_size,
+            output_vocab_size=self.output_vocab_size,
+            num_encoder_layers=self.num_encoder_layers,
+            num_decoder_layers=self.num_decoder_layers,
+            shared_embeddings=self.shared_embeddings,
+            position_encoding=self.position_encoding,
+            max_positions=self.max_positions,
+        )
         return config
 
     @classmethod
     def from_config(cls, config):
+        """A config of the plain arguments; one written before them, HParams fields (flat, or
+        under one "hparams" key), is read as `from_hparams` reads the set."""
         config = dict(config)
-        # A config written before the flat layout kept the HParams under one key.
-        hparams = dict(config.pop("hparams", {}))
-        hparams.update({k: config.pop(k) for k in list(config) if k in _HPARAMS_FIELDS})
-        return cls(HParams.from_dict(hparams), **config)
+        legacy = dict(config.pop("hparams", {}))
+        legacy.update({k: config.pop(k) for k in list(config) if k in _LEGACY_ONLY})
+        if legacy:
+            known = {k: v for k, v in config.items() if k in _HPARAMS_FIELDS}
+            hparams = HParams.from_dict({**legacy, **known})
+            rest = {k: v for k, v in config.items() if k not in _HPARAMS_FIELDS}
+            vocab = rest.pop("vocab_size")
+            return cls.from_hparams(hparams, vocab, rest.pop("output_vocab_size", 0), **rest)
+        return cls(**config)

@@ -31,7 +31,9 @@ from t2t_lite.runtime.atomic_io import file_sha256
 
 def build_model(info: RunInfo) -> Transformer:
     """A built (weights created) Transformer for the run."""
-    model = Transformer(info.hparams, info.vocab_size, output_vocab_size=info.output_vocab_size)
+    model = Transformer.from_hparams(
+        info.hparams, info.vocab_size, output_vocab_size=info.output_vocab_size
+    )
     model.build()
     return model
 

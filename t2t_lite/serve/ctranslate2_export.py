@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import types
 from typing import Any
 
 import ctranslate2
@@ -115,7 +116,7 @@ def _set_feed_forward(spec: Any, layer: Any) -> None:
 
 def transformer_spec_of(model: Any, tokens: list[str]) -> transformer_spec.TransformerSpec:
     """A filled `TransformerSpec` of a `Transformer` whose vocabulary is `tokens` (id order)."""
-    hp = model.hparams
+    hp = types.SimpleNamespace(**model.get_config())  # the model's plain arguments
     pre_norm = hp.norm_position == "pre"
     head_dim = None if hp.key_dim * hp.num_heads == hp.d_model else hp.key_dim
     options = dict(pre_norm=pre_norm, activation=common_spec.Activation.RELU, head_dim=head_dim)

@@ -110,7 +110,7 @@ class ServingFunctions:
         constraint: Constraint | None = None,
         postprocess: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None,
     ):
-        settings.check(model.hparams.max_positions)
+        settings.check(model.max_positions)
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
                 f"the tokenizer has {tokenizer.vocab_size} ids but the model {model.vocab_size}"
@@ -118,7 +118,7 @@ class ServingFunctions:
         self.model = model
         self.tokenizer = tokenizer
         self.settings = settings
-        self.max_input_length = settings.input_limit(model.hparams.max_positions)
+        self.max_input_length = settings.input_limit(model.max_positions)
         self.constraint = constraint
         self.postprocess = postprocess
 

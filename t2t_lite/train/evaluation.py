@@ -43,7 +43,7 @@ def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[s
     metrics["dev_perplexity"] = min(math.exp(min(metrics["dev_loss"], 700.0)), FLOAT32_MAX)
     if bleu and config.bleu_examples:
         metrics["dev_bleu"] = dev_bleu(
-            trainer.model, problem, config, local_strategy(trainer.strategy)
+            trainer.model, trainer.hparams, problem, config, local_strategy(trainer.strategy)
         )
     return {k: float(v) for k, v in metrics.items()}
 
@@ -76,13 +76,14 @@ def dev_texts(problem, data_dir: str, hparams, count: int) -> tuple[list[str], l
     return detokenize(sources), detokenize(targets)
 
 
-def dev_bleu(model, problem, config, strategy=None) -> float:
+def dev_bleu(model, hparams, problem, config, strategy=None) -> float:
     """sacreBLEU (`t2t_lite.metrics.bleu`) of greedy decoding of the first
     `config.bleu_examples` dev examples, decoded as t2t-decode decodes: its `Translator`, with
     the problem's search settings at beam 1 and alpha 0 (the cheapest search, which the
     budget's end-of-run choice was measured with), its decoding constraint and its
-    postprocessing, each batch split over the replicas of `strategy`."""
-    sources, references = dev_texts(problem, config.data_dir, model.hparams, config.bleu_examples)
+    postprocessing, each batch split over the replicas of `strategy`. `hparams` are the run's,
+    which batch the dev split as training's evaluation does."""
+    sources, references = dev_texts(problem, config.data_dir, hparams, config.bleu_examples)
     tokenizer = problem.tokenizer(config.data_dir)
     settings = problem.decode_defaults.override(beam_size=1, alpha=0.0, nbest=1, sampling=False)
     constraint = (

@@ -11,7 +11,7 @@ def count_parameters(hparams, vocab_size: int) -> int:
     from t2t_lite.model.ensemble import parameter_count
     from t2t_lite.model.transformer import Transformer
 
-    model = Transformer(hparams, vocab_size)
+    model = Transformer.from_hparams(hparams, vocab_size)
     model.build()
     return parameter_count(model)
 

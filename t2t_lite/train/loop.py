@@ -420,7 +420,9 @@ class _Loop:
             examples = self.config.bleu_examples or final_choice.BLEU_EXAMPLES
             config = dataclasses.replace(self.config, bleu_examples=examples)
             local = local_strategy(self.strategy)
-            score = functools.partial(dev_bleu, self.trainer.model, self.problem, config, local)
+            score = functools.partial(
+                dev_bleu, self.trainer.model, self.trainer.hparams, self.problem, config, local
+            )
             final_choice.choose_final(self.trainer, config.output_dir, step, score, "dev_bleu")
             return
         final_choice.choose_final(self.trainer, self.config.output_dir, step, self._dev_loss)

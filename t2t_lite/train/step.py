@@ -109,7 +109,9 @@ class Trainer:
         self.strategy = strategy
         self.loss_scaled = hparams.precision == "mixed_float16"
         with strategy.scope():
-            self.model = Transformer(hparams, vocab_size, output_vocab_size=output_vocab_size)
+            self.model = Transformer.from_hparams(
+                hparams, vocab_size, output_vocab_size=output_vocab_size
+            )
             self.model.build()
             # The schedule object: a linear_budget one has its horizon set while training.
             self.schedule = create_schedule(hparams)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import tensorflow as tf
-from decoding_helpers import tiny_model
+from decoding_helpers import model_hparams, tiny_model
 
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run_info import RunInfo
@@ -70,7 +70,7 @@ def run_dir(tmp_path_factory):
         str(data_dir), max_sequence_length=4, train_size=20, dev_size=5, test_size=5
     )
     model = tiny_model(13, seed=2)
-    RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model.hparams, 13).save(
+    RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model_hparams(model), 13).save(
         str(output_dir)
     )
     tf.train.CheckpointManager(

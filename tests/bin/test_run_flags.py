@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 import tensorflow as tf
-from decoding_helpers import tiny_model
+from decoding_helpers import model_hparams, tiny_model
 
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run_info import RunInfo
@@ -82,7 +82,9 @@ def user_run(tmp_path_factory):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     model = tiny_model(13, seed=4)
-    info = RunInfo("usr_copy_digits", str(root / "data"), "transformer_tiny", model.hparams, 13)
+    info = RunInfo(
+        "usr_copy_digits", str(root / "data"), "transformer_tiny", model_hparams(model), 13
+    )
     info = RunInfo(**{**info.__dict__, "usr_dir": str(usr)})
     info.save(str(root / "run"))
     manager = tf.train.CheckpointManager(

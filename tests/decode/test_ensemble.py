@@ -9,6 +9,7 @@ import tensorflow as tf
 from decoding_helpers import (
     all_hypotheses,
     eos_after_input,
+    model_hparams,
     np_log_softmax,
     padded,
     random_inputs,
@@ -130,7 +131,7 @@ def _run(root, name: str, seed: int, words=WORDS) -> str:
     data_dir.mkdir()
     (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>", *words]))
     model = tiny_model(13, seed=seed, overrides=",max_positions=12")
-    RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model.hparams, 13).save(
+    RunInfo("algorithmic_copy", str(data_dir), "transformer_tiny", model_hparams(model), 13).save(
         str(output_dir)
     )
     checkpoint = tf.train.Checkpoint(model=model)

@@ -62,7 +62,7 @@ def train_reverse(steps: int = 300) -> Transformer:
         f"num_encoder_layers={LAYERS},num_decoder_layers={LAYERS},d_model=32,d_ff=64,"
         "num_heads=4,max_positions=16,dropout=0.0",
     )
-    model = Transformer(hparams, 13)
+    model = Transformer.from_hparams(hparams, 13)
     model.build()
     optimizer = keras.optimizers.Adam(3e-3)
 
@@ -241,7 +241,7 @@ def test_a_bfloat16_model_quantizes_too():
 def test_refusals_and_ensembles():
     with pytest.raises(ValueError, match="--quantize='int4' is not one of none, int8"):
         check_mode("int4")
-    half = Transformer(get_hparams("transformer_tiny", "precision=mixed_float16"), 13)
+    half = Transformer.from_hparams(get_hparams("transformer_tiny", "precision=mixed_float16"), 13)
     half.build()
     with pytest.raises(ValueError, match="float16"):
         quantize_model(half, "int8")

@@ -22,7 +22,7 @@ def hparams(name: str):
 @functools.cache
 def counts(name: str) -> tuple[int, int]:
     """(all trainable parameters, those of the attention layers) of a row's built model."""
-    model = Transformer(hparams(name), VOCAB)
+    model = Transformer.from_hparams(hparams(name), VOCAB)
     model.build()
     sizes = [(v.path, int(v.numpy().size)) for v in model.trainable_variables]
     return sum(s for _, s in sizes), sum(s for path, s in sizes if "_attention/" in path)

@@ -33,7 +33,9 @@ FIXTURE = _fixture_script()
 
 
 def _model(name: str) -> Transformer:
-    model = Transformer(get_hparams("transformer_tiny", FIXTURE.FIXTURES[name]), FIXTURE.VOCAB)
+    model = Transformer.from_hparams(
+        get_hparams("transformer_tiny", FIXTURE.FIXTURES[name]), FIXTURE.VOCAB
+    )
     model.build()
     return model
 

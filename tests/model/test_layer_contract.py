@@ -134,7 +134,7 @@ CASES = [
         Transformer,
         "variant",
         lambda: (
-            Transformer(
+            Transformer.from_hparams(
                 get_hparams(
                     "transformer_tiny",
                     "d_model=8,d_ff=16,num_heads=2,d_k=3,d_v=5,norm_position=pre,"

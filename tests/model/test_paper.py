@@ -72,7 +72,7 @@ def test_every_registered_set_builds_and_runs():
     for name in HPARAMS_SETS.names():
         if name in TABLE3_SETS:
             continue  # built by the test above
-        model = Transformer(get_hparams(name), vocab_size=50)
+        model = Transformer.from_hparams(get_hparams(name), vocab_size=50)
         assert model(features).shape == (1, 2, 50), name
 
 
@@ -199,7 +199,7 @@ def test_tiny_model_overfits_one_batch():
         "transformer_tiny",
         "label_smoothing=0.0,learning_rate_schedule=constant,learning_rate=0.003",
     )
-    model = Transformer(hparams, vocab_size=30)
+    model = Transformer.from_hparams(hparams, vocab_size=30)
     model.build()
     optimizer = create_optimizer(hparams)
     rng = np.random.default_rng(0)
@@ -235,7 +235,7 @@ def test_t2t_info_prints_counts():
         text=True,
         check=True,
     )
-    model = Transformer(get_hparams("transformer_base", "num_encoder_layers=2"), 1000)
+    model = Transformer.from_hparams(get_hparams("transformer_base", "num_encoder_layers=2"), 1000)
     model.build()
     assert f"trainable parameters: {model.count_params():,}" in result.stdout
     assert '"num_encoder_layers": 2' in result.stdout

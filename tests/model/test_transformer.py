@@ -15,7 +15,7 @@ TARGETS = np.array([[11, 12, 13, 1, 0], [14, 1, 0, 0, 0]], np.int32)
 
 def _model(**overrides):
     hparams = get_hparams("transformer_tiny").replace(**overrides)
-    model = Transformer(hparams, vocab_size=20)
+    model = Transformer.from_hparams(hparams, vocab_size=20)
     model.build()
     return model
 
@@ -80,7 +80,7 @@ def test_model_config_round_trip():
     clone = Transformer.from_config(model.get_config())
     clone.build()
     clone.set_weights(model.get_weights())
-    assert clone.hparams == model.hparams
+    assert clone.get_config() == model.get_config()
     features = {"inputs": INPUTS, "targets": TARGETS}
     np.testing.assert_allclose(clone(features), model(features), rtol=1e-6)
 
@@ -101,7 +101,7 @@ def test_output_vocab_size_keeps_the_first_logits():
     """A model restricted to the first k ids (parsing's target symbols) computes exactly the
     first k logits of the unrestricted model with the same weights, teacher-forced and cached."""
     full = _model(norm_position="pre")
-    limited = Transformer(full.hparams, vocab_size=20, output_vocab_size=7)
+    limited = Transformer.from_config({**full.get_config(), "output_vocab_size": 7})
     limited.build()
     limited.set_weights(full.get_weights())
     features = {"inputs": INPUTS, "targets": TARGETS % 7}
@@ -113,7 +113,7 @@ def test_output_vocab_size_keeps_the_first_logits():
     logits, _ = limited.decode_step(tf.zeros([INPUTS.shape[0]], tf.int32), 0, cache, state)
     np.testing.assert_allclose(logits, expected[:, 0], rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="output_vocab_size=21"):
-        Transformer(full.hparams, vocab_size=20, output_vocab_size=21)
+        Transformer(20, output_vocab_size=21)
 
 
 def test_int8_quantization_reaches_every_projection():
@@ -142,7 +142,7 @@ def test_attention_maps_come_with_the_stacks_own_outputs(norm_position):
     model = _model(norm_position=norm_position)
     maps = model.attention_maps(INPUTS, TARGETS)
     batch, source, target = INPUTS.shape[0], INPUTS.shape[1], TARGETS.shape[1]
-    heads, layers = model.hparams.num_heads, model.hparams.num_encoder_layers
+    heads, layers = model.get_config()["num_heads"], model.num_encoder_layers
     assert [np.shape(m) for m in maps["encoder"]] == [(batch, heads, source, source)] * layers
     assert [np.shape(m) for m in maps["decoder_cross"]] == [(batch, heads, target, source)] * 2
     self_maps = np.stack(maps["decoder_self"])  # --> [layers, batch, heads, target, target]
@@ -165,5 +165,37 @@ def test_keras_file_round_trip(tmp_path):
     features = {"inputs": INPUTS, "targets": TARGETS}
     model.save(tmp_path / "model.keras")
     loaded = keras.models.load_model(tmp_path / "model.keras")
-    assert type(loaded) is Transformer and loaded.hparams == model.hparams
+    assert type(loaded) is Transformer and loaded.get_config() == model.get_config()
     np.testing.assert_array_equal(loaded(features), model(features))
+
+
+def test_the_model_takes_plain_arguments_and_no_training_settings():
+    """The model's config is the fields it reads (keras-hub's contract): the same model from plain
+    arguments and from a named set, no learning rate, batch or schedule in it, and a config
+    written before (the set's HParams fields, flat) still builds the same model."""
+    hparams = get_hparams("transformer_tiny", "d_k=12,norm_position=pre,shared_embeddings=false")
+    from_set = Transformer.from_hparams(hparams, vocab_size=20)
+    plain = Transformer(
+        20, num_encoder_layers=2, num_decoder_layers=2, d_model=64, num_heads=4, d_ff=256,
+        key_dim=12, value_dim=16, dropout=hparams.dropout, norm_position="pre",
+        shared_embeddings=False, max_positions=hparams.max_positions,
+        position_encoding=hparams.position_encoding, layer_norm_epsilon=hparams.layer_norm_epsilon,
+        attention_dropout=hparams.attention_dropout, relu_dropout=hparams.relu_dropout,
+    )  # fmt: skip
+    config = from_set.get_config()
+    assert {k: v for k, v in plain.get_config().items() if k != "name"} == {
+        k: v for k, v in config.items() if k != "name"
+    }
+    training = {"learning_rate", "batch_size", "warmup_steps", "label_smoothing", "adam_beta1",
+                "learning_rate_schedule", "train_steps", "precision", "d_k", "d_v"}  # fmt: skip
+    assert not training & set(config), sorted(training & set(config))
+    from_set.build()
+    legacy = {**hparams.to_dict(), "vocab_size": 20, "output_vocab_size": 0, "name": "old"}
+    old = Transformer.from_config(legacy)
+    assert {k: v for k, v in old.get_config().items() if k != "name"} == {
+        k: v for k, v in config.items() if k != "name"
+    }
+    old.build()
+    old.set_weights(from_set.get_weights())  # the same variables, in the same order
+    features = {"inputs": INPUTS, "targets": TARGETS}
+    np.testing.assert_array_equal(old(features), from_set(features))

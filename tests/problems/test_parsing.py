@@ -307,7 +307,7 @@ def test_gum_option_uses_the_document_split():
 def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     """A random model's outputs (garbage tags and brackets) go through the problem's hook."""
     import tensorflow as tf
-    from decoding_helpers import tiny_model
+    from decoding_helpers import model_hparams, tiny_model
 
     from t2t_lite.decode.runner import DecodeConfig, Translator
     from t2t_lite.run.layout import CHECKPOINT_DIR
@@ -318,7 +318,7 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     words = ["(S", ")S", "(NP", ")NP", "(VP", ")VP", "NNP", "VBZ", ".", "John", "has", "dog"]
     (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>", *words]))
     model = tiny_model(len(words) + 3, seed=5)
-    RunInfo("parsing_trees", str(data_dir), "transformer_tiny", model.hparams, 15).save(
+    RunInfo("parsing_trees", str(data_dir), "transformer_tiny", model_hparams(model), 15).save(
         str(output_dir)
     )
     tf.train.CheckpointManager(
@@ -372,7 +372,7 @@ def test_cpu_parsing_hparams_set_builds():
     assert hparams == small.replace(d_model=128, d_ff=512, max_length=256)
     assert (hparams.d_model, hparams.num_encoder_layers, hparams.precision) == (128, 3, "auto")
     assert hparams.max_length == 256 and paper.d_model == 1024
-    model = Transformer(hparams, 40)
+    model = Transformer.from_hparams(hparams, 40)
     features = {"inputs": np.array([[5, 6, 1, 0]]), "targets": np.array([[7, 8, 9, 1, 0]])}
     logits = model(features, training=False)
     assert logits.shape == (1, 5, 40) and logits.dtype == "float32"

@@ -185,7 +185,7 @@ def test_constrained_search_returns_only_trees_over_the_words(beam_size):
         # Slow path: the constrained log-prob from one forward pass of the whole output.
         targets = np.array([ids + [1]], np.int32)
         logits = model({"inputs": inputs[row : row + 1], "targets": targets}).numpy()[0]
-        limit = min(n + 1 + 20, model.hparams.max_positions)  # what translate_ids allows
+        limit = min(n + 1 + 20, model.max_positions)  # what translate_ids allows
         start = constraint.initial_state(inputs[row : row + 1], limit)
         state = constraint.update(start, tf.constant([0]))
         total = 0.0

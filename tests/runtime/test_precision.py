@@ -52,7 +52,9 @@ def test_named_policies_are_kept(precision):
 def test_an_auto_model_and_run_use_this_machines_policy(tmp_path):
     expected = resolve_precision("auto")  # this machine's flags and GPUs
     assert expected == ("mixed_bfloat16" if native_bfloat16() else "float32")
-    model = Transformer(get_hparams("transformer_tiny", "precision=auto"), vocab_size=20)
+    model = Transformer.from_hparams(
+        get_hparams("transformer_tiny", "precision=auto"), vocab_size=20
+    )
     assert model.dtype_policy.name == expected
     run_training(str(tmp_path / "run"), steps=2, save_every=2, overrides="precision=auto")
     assert RunInfo.load(str(tmp_path / "run")).hparams.precision == expected

@@ -15,7 +15,7 @@ import types
 import ctranslate2
 import numpy as np
 import pytest
-from decoding_helpers import padded, random_inputs, tiny_model
+from decoding_helpers import model_hparams, padded, random_inputs, tiny_model
 
 from t2t_lite.decode import transformer_step
 from t2t_lite.hparams import SearchSettings, get_hparams
@@ -188,7 +188,7 @@ def test_what_ctranslate2_cannot_hold_is_refused():
     def fake_run(model, quantize="none", **search):
         return types.SimpleNamespace(
             model=model,
-            hparams=model.hparams,
+            hparams=model_hparams(model),
             search=SearchSettings(**search),
             problem=types.SimpleNamespace(name="parse_gum"),
             quantize=quantize,

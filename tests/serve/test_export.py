@@ -99,7 +99,7 @@ def run(tmp_path_factory):
         f"max_positions={MAX_POSITIONS}",
     )
     keras.utils.set_random_seed(5)  # before any tokenizer of the tests exists (see _seed)
-    model = Transformer(hparams, vocab_size)
+    model = Transformer.from_hparams(hparams, vocab_size)
     model.build()
     RunInfo("text2text", data_dir, "transformer_tiny", hparams, vocab_size).save(output_dir)
     checkpoint_dir = os.path.join(output_dir, CHECKPOINT_DIR)

@@ -66,7 +66,7 @@ def parsing_run(tmp_path_factory):
     )
     info.save(str(output_dir))
     keras.utils.set_random_seed(3)
-    model = Transformer(hparams, vocab_size, output_vocab_size=output_size)
+    model = Transformer.from_hparams(hparams, vocab_size, output_vocab_size=output_size)
     model.build()
     tf.train.CheckpointManager(
         tf.train.Checkpoint(model=model), str(output_dir / CHECKPOINT_DIR), 1

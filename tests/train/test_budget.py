@@ -399,11 +399,12 @@ def test_a_problem_scored_by_bleu_keeps_the_model_with_the_best_dev_bleu(tmp_pat
     scores = choice["dev_bleu"]
     assert scores[choice["chosen"]] == max(scores.values()) and 0.0 < max(scores.values()) <= 100
     # The kept model, read back as t2t-decode reads it, scores what choice.json says.
-    model = Transformer(hparams, problem.tokenizer(data_dir).vocab_size)
+    model = Transformer.from_hparams(hparams, problem.tokenizer(data_dir).vocab_size)
     model.build()
     checkpoints.restore_model_weights(model, os.path.join(out, FINAL_DIR, "ckpt-150"))
     bleu_config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=final_choice.BLEU_EXAMPLES)
-    assert dev_bleu(model, problem, bleu_config) == pytest.approx(scores[choice["chosen"]])
+    bleu = dev_bleu(model, hparams, problem, bleu_config)
+    assert bleu == pytest.approx(scores[choice["chosen"]])
 
 
 def test_no_step_limit_only_with_minutes():

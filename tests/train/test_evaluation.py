@@ -58,9 +58,9 @@ def test_dev_bleu_scores_decoded_dev_examples(reverse_data, monkeypatch, reverse
     problem, data_dir = reverse_data
     monkeypatch.setattr(runner, "search_function", _fake_search(reverse))
     vocab_size = problem.tokenizer(data_dir).vocab_size
-    model = types.SimpleNamespace(hparams=get_hparams("transformer_tiny"), vocab_size=vocab_size)
+    model = types.SimpleNamespace(max_positions=256, vocab_size=vocab_size)
     config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=25)
-    score = dev_bleu(model, problem, config)
+    score = dev_bleu(model, get_hparams("transformer_tiny"), problem, config)
     if reverse:
         assert score == pytest.approx(100.0)
     else:

@@ -25,7 +25,7 @@ def _numpy_smoothed_loss(weights, batch, eps=0.1) -> float:
     from t2t_lite.model.transformer import Transformer
 
     vocab = FakeReverse().vocab_size
-    model = Transformer(get_hparams("transformer_tiny"), vocab)
+    model = Transformer.from_hparams(get_hparams("transformer_tiny"), vocab)
     model.build()
     model.set_weights(weights)
     logits = model({k: tf.constant(v) for k, v in batch.items()}, training=False).numpy()
