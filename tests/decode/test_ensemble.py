@@ -118,7 +118,7 @@ def test_members_and_weights_are_checked():
     with pytest.raises(ValueError, match="vocab_size"):
         Ensemble([tiny_model(7), tiny_model(9)])
     small = Ensemble([tiny_model(7), tiny_model(7, overrides=",max_positions=12")])
-    assert small.hparams.max_positions == 12
+    assert small.max_positions == 12
 
 
 WORDS = [str(i) for i in range(10)]

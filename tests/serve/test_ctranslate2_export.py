@@ -188,7 +188,7 @@ def test_what_ctranslate2_cannot_hold_is_refused():
     def fake_run(model, quantize="none", **search):
         return types.SimpleNamespace(
             model=model,
-            hparams=model_hparams(model),
+            hparams=model_hparams(getattr(model, "models", [model])[0]),
             search=SearchSettings(**search),
             problem=types.SimpleNamespace(name="parse_gum"),
             quantize=quantize,

@@ -53,7 +53,7 @@ def test_the_step_has_no_dropout_until_the_switch_and_dropout_after_it():
     # With dropout each step draws new masks: every loss differs from the dropout-free one.
     assert min(abs(loss - eval_loss) for loss in after) > 1e-4
     assert len(set(after)) == 3
-    with pytest.raises(ValueError, match="neither 0 nor hparams.dropout"):
+    with pytest.raises(ValueError, match="neither 0 nor the model's dropout"):
         trainer.model.set_dropout(0.3)
 
 
