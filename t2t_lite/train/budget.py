@@ -215,3 +215,72 @@ class BudgetClock:
             f"budget: {spent:.1f} of {budget:g} minutes spent, {rate:.2f} steps/s, "
             f"{expected} steps expected"
         )
+
+
+class BudgetPolicy:
+    """What the loop asks of a run's limits: the one deadline, the time left, the step count the
+    run expects, and the schedule that follows it.
+
+    A linear_budget run with minutes (hparams.budget_minutes) counts the minutes of every
+    process from its checkpoints: its clock starts at what the checkpoint says is spent, moves
+    the schedule's horizon after each step, and chooses the rate factor once the rate is
+    measured. A linear_budget run of steps sets its horizon and factor from `step_limit` at
+    the start. A run with `--train_minutes` and another schedule only stops on its clock, which
+    starts with each process. Without minutes there is no clock: the run ends at `step_limit`.
+    `output_dir` is None on a worker that is not the chief (it writes no records).
+    """
+
+    def __init__(self, trainer, train_minutes: float, step_limit: int, output_dir, clock=None):
+        self.trainer, self.output_dir = trainer, output_dir
+        self.hparams, self.state = trainer.hparams, trainer.budget
+        self.step_limit = step_limit
+        minutes = self.hparams.budget_minutes or train_minutes
+        shapes = self.state is not None and bool(self.hparams.budget_minutes)
+        spent = float(self.state.seconds.numpy()) if shapes else 0.0
+        clock = clock or time.monotonic
+        self.clock = BudgetClock(minutes, spent, step_limit, clock) if minutes else None
+        self.shapes_schedule = shapes  # the horizon follows the clock
+
+    def start(self, step: int) -> None:
+        """A linear_budget run of steps: the horizon and the rate factor from `step_limit`."""
+        if self.state is not None and not self.shapes_schedule:
+            self.trainer.schedule.set_horizon(self.step_limit)
+            self.state.choose_rate(
+                self.trainer.schedule, self.hparams, step, self.step_limit, self.output_dir
+            )
+
+    @property
+    def seconds_left(self):
+        """A function giving the seconds left, for the progress line's ETA; None without a
+        clock."""
+        return self.clock.remaining if self.clock is not None else None
+
+    def expired(self) -> bool:
+        return self.clock is not None and self.clock.expired()
+
+    def settled(self) -> bool:
+        """Whether the expected step count is final enough to decide on (always, without a
+        clock)."""
+        return self.clock is None or self.clock.settled()
+
+    def observe(self, step: int, log: bool) -> int | None:
+        """Records that `step` is done; returns the step count the run expects (None while
+        the clock's start-up lasts). A budget run moves its horizon there, chooses its rate
+        factor once settled, and with `log` writes budget.json and logs its line."""
+        if self.clock is None:
+            return self.step_limit
+        expected = self.clock.observe(step)
+        if self.shapes_schedule and expected is not None:
+            self.trainer.schedule.set_horizon(expected)
+            if self.clock.settled():
+                self.state.choose_rate(
+                    self.trainer.schedule, self.hparams, step, expected, self.output_dir
+                )
+            if log and self.output_dir is not None:
+                logging.info("%s", self.clock.record(self.output_dir, step, expected))
+        return expected
+
+    def before_save(self) -> None:
+        """Keeps the minutes spent in the checkpoint about to be written."""
+        if self.shapes_schedule:
+            self.state.seconds.assign(self.clock.spent())

@@ -15,7 +15,6 @@ import math
 import os
 import signal
 import sys
-import time
 
 import keras
 import tensorflow as tf
@@ -35,7 +34,7 @@ from t2t_lite.runtime.distribute import create_strategy as create_strategy
 from t2t_lite.runtime.precision import AUTO, resolve_precision
 from t2t_lite.runtime.progress import ProgressLog
 from t2t_lite.train import final_choice
-from t2t_lite.train.budget import BudgetClock, budget_hparams
+from t2t_lite.train.budget import BudgetPolicy, budget_hparams
 from t2t_lite.train.evaluation import (
     FLOAT32_MAX,
     METRIC_DIRECTIONS,
@@ -236,15 +235,7 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
     if hparams.precision == AUTO:  # hparams.json records what the run computes in
         hparams = hparams.replace(precision=resolve_precision(hparams.precision))
         logging.info("precision=auto: %s on this hardware", hparams.precision)
-    info = RunInfo(
-        problem=problem.name,
-        data_dir=config.data_dir,
-        hparams_set=hparams_set,
-        hparams=hparams,
-        vocab_size=problem.tokenizer(config.data_dir).vocab_size,
-        output_vocab_size=problem.output_size(config.data_dir),
-        usr_dir=os.path.abspath(config.usr_dir) if config.usr_dir else "",
-    )
+    info = _run_info(problem, config, hparams, hparams_set)
     chief = distribute.is_chief(strategy)
     earlier_run = os.path.exists(os.path.join(config.output_dir, RUN_INFO_FILE))
     if chief:
@@ -259,6 +250,50 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         worker_id=distribute.task_info(strategy)[1],
         record_file=os.path.join(config.output_dir, LAST_CHECKPOINT_FILE),
     )
+    restored = _restore(trainer, keeper, problem, config, earlier_run)
+    start = int(trainer.step.numpy())
+    logging.info("%s at step %d", f"resumed from {restored}" if restored else "starting", start)
+    per_pipeline = strategy.num_replicas_in_sync // distribute.num_input_pipelines(strategy)
+    skip = start * hparams.accum_steps * per_pipeline
+    iterator = _distributed_stream(problem, config, hparams, strategy, skip)
+    limits = BudgetPolicy(
+        trainer, config.train_minutes, config.step_limit, config.output_dir if chief else None
+    )
+    late = None
+    if trainer.late_dropout is not None:
+        train_tokens = problem.train_tokens(config.data_dir)
+        late = LateDropout(trainer, train_tokens, config.output_dir, chief)
+    loop = _Loop(problem, config, trainer, keeper, strategy, chief, limits, late)
+    limits.start(start)
+    if trainer.budget is not None and limits.expired():
+        logging.info(
+            "the budget of %g minutes is spent (step %d): nothing left to train; start a new "
+            "run with --init_from=%s to train on",
+            hparams.budget_minutes,
+            start,
+            config.output_dir,
+        )
+        loop.finish(start)
+        return loop.last_metrics
+    return loop.run(iterator, start)
+
+
+def _run_info(problem, config: TrainConfig, hparams: HParams, hparams_set: str) -> RunInfo:
+    """What the run writes to run.json: the data path from training to serving."""
+    return RunInfo(
+        problem=problem.name,
+        data_dir=config.data_dir,
+        hparams_set=hparams_set,
+        hparams=hparams,
+        vocab_size=problem.tokenizer(config.data_dir).vocab_size,
+        output_vocab_size=problem.output_size(config.data_dir),
+        usr_dir=os.path.abspath(config.usr_dir) if config.usr_dir else "",
+    )
+
+
+def _restore(trainer, keeper, problem, config: TrainConfig, earlier_run: bool) -> str | None:
+    """Restores the run's latest checkpoint, or for a new run the --init_from one; returns the
+    checkpoint restored (None for a new run)."""
     restored = keeper.restore_latest()
     if restored:
         trainer.restored()
@@ -273,49 +308,17 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
         initialize_from(trainer, config.init_from, vocab, config.init_optimizer)
     elif config.init_from:
         logging.info("resuming %s: --init_from applies to a new run only", config.output_dir)
-    start = int(trainer.step.numpy())
-    logging.info("%s at step %d", f"resumed from {restored}" if restored else "starting", start)
-    per_pipeline = strategy.num_replicas_in_sync // distribute.num_input_pipelines(strategy)
-    skip = start * hparams.accum_steps * per_pipeline
-    iterator = _distributed_stream(problem, config, hparams, strategy, skip)
-    loop = _Loop(problem, config, trainer, keeper, strategy, chief)
-    if trainer.late_dropout is not None:
-        train_tokens = problem.train_tokens(config.data_dir)
-        loop.late = LateDropout(trainer, train_tokens, config.output_dir, chief)
-    if config.train_minutes and trainer.budget is None:  # the step rate, for late dropout
-        loop.rate_clock = BudgetClock(config.train_minutes, 0.0, config.step_limit)
-    if trainer.budget is not None and not hparams.budget_minutes:
-        trainer.schedule.set_horizon(config.train_steps)  # a budget of steps, not minutes
-        trainer.budget.choose_rate(
-            trainer.schedule,
-            hparams,
-            start,
-            config.train_steps,
-            config.output_dir if chief else None,
-        )
-    elif trainer.budget is not None:
-        loop.clock = BudgetClock(
-            hparams.budget_minutes, float(trainer.budget.seconds.numpy()), config.step_limit
-        )
-        if loop.clock.expired():
-            logging.info(
-                "the budget of %g minutes is spent (step %d): nothing left to train; start a new "
-                "run with --init_from=%s to train on",
-                hparams.budget_minutes,
-                start,
-                config.output_dir,
-            )
-            loop.finish(start)
-            return loop.last_metrics
-    return loop.run(iterator, start)
+    return restored
 
 
 class _Loop:
     """The step loop with its periodic saves, evaluations, summaries and progress lines."""
 
-    def __init__(self, problem, config, trainer, keeper, strategy, chief):
+    def __init__(self, problem, config, trainer, keeper, strategy, chief, limits, late=None):
         self.problem, self.config, self.trainer = problem, config, trainer
         self.keeper, self.strategy, self.chief = keeper, strategy, chief
+        self.limits: BudgetPolicy = limits  # the deadline, steps expected, budget schedule
+        self.late: LateDropout | None = late  # dropout_passes > 0 (train/late_dropout.py)
         self.dev = _dev_dataset(problem, config, trainer.hparams, strategy)
         higher = METRIC_DIRECTIONS[config.best_metric]
         self.best = BestKeeper(
@@ -331,21 +334,13 @@ class _Loop:
             for name in ("train", "dev")
         )
         self.last_metrics: dict = {}
-        self.clock: BudgetClock | None = None  # linear_budget runs (t2t_lite.train.budget)
-        self.rate_clock: BudgetClock | None = None  # other --train_minutes runs: the rate only
-        self.late: LateDropout | None = None  # dropout_passes > 0 (t2t_lite.train.late_dropout)
 
     def run(self, iterator, start: int) -> dict:
         config = self.config
         step, saved = start, None
-        deadline = time.monotonic() + 60 * config.train_minutes if config.train_minutes else None
-        if self.clock is not None:
-            seconds_left = self.clock.remaining
-        elif deadline is not None:
-            seconds_left = lambda: max(0.0, deadline - time.monotonic())  # noqa: E731
-        else:
-            seconds_left = None
-        progress = ProgressLog(config.train_steps, start, config.log_every, seconds_left)
+        progress = ProgressLog(
+            config.train_steps, start, config.log_every, self.limits.seconds_left
+        )
         with _StopSignal() as stop:
             while step < config.step_limit:
                 result = {k: v.numpy() for k, v in self.trainer.train_step(iterator).items()}
@@ -361,10 +356,7 @@ class _Loop:
                     raise TrainingInterrupted(
                         f"stopped by {stop.received} at step {step}; saved {path}"
                     )
-                if self.clock is not None:
-                    out_of_time = self.clock.expired()
-                else:
-                    out_of_time = deadline is not None and time.monotonic() >= deadline
+                out_of_time = self.limits.expired()
                 last = step == config.step_limit or out_of_time
                 if step % config.save_every == 0 or last:  # the last one before evaluating
                     self._save(step)
@@ -386,29 +378,15 @@ class _Loop:
         return self.last_metrics
 
     def _save(self, step: int) -> str:
-        if self.clock is not None:
-            self.trainer.budget.seconds.assign(self.clock.spent())
+        self.limits.before_save()
         return self.keeper.save(step)
 
     def _after_step(self, step: int, result: dict) -> None:
-        """A budget run moves its schedule's horizon to the step count the time left allows;
-        late dropout counts the steps the run expects."""
-        clock = self.clock or self.rate_clock
-        expected = clock.observe(step) if clock is not None else self.config.step_limit
-        if self.clock is not None and expected is not None:
-            self.trainer.schedule.set_horizon(expected)
-            if self.clock.settled():
-                self.trainer.budget.choose_rate(
-                    self.trainer.schedule,
-                    self.trainer.hparams,
-                    step,
-                    expected,
-                    self.config.output_dir if self.chief else None,
-                )
-            if step % self.config.log_every == 0 and self.chief:
-                logging.info("%s", self.clock.record(self.config.output_dir, step, expected))
+        """The step count the run expects, for a budget's schedule and for late dropout."""
+        log = step % self.config.log_every == 0
+        expected = self.limits.observe(step, log)
         if self.late is not None:
-            settled = clock is None or clock.settled()
+            settled = self.limits.settled()
             self.late.observe(step, result["target_tokens"], expected if settled else None)
 
     def finish(self, step: int) -> None:
