@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import os
 
 import numpy as np
 
-from t2t_lite.extras import import_extra
-from t2t_lite.runtime import atomic_io
+from t2t_lite.runtime import atomic_io, figures
 from t2t_lite.vocabulary import EOS_ID
 
 KINDS = {
@@ -50,11 +48,7 @@ def sentence_attention(translator, sentence: str) -> dict:
 def pyplot():
     """matplotlib's pyplot on the file-only Agg backend; `MissingExtraError` without the `viz`
     extra."""
-    matplotlib = import_extra("matplotlib", "matplotlib", "viz", "drawing attention pictures")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return figures.pyplot("drawing attention pictures")
 
 
 def render_png(
@@ -79,10 +73,7 @@ def render_png(
         ax.set_yticks(range(len(rows)), rows, fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    plt.close(fig)
-    atomic_io.write_bytes(path, buffer.getvalue())
+    figures.write_png(fig, path, dpi=90)
 
 
 def write_pictures(attention: dict, directory: str) -> list[str]:

@@ -9,20 +9,15 @@ message names `pip install 't2t_lite[viz]'`.
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
-from t2t_lite.extras import import_extra
-from t2t_lite.runtime import atomic_io
+from t2t_lite.runtime import figures
 
 
 def pyplot():
-    """matplotlib's pyplot on the file-only Agg backend."""
-    matplotlib = import_extra("matplotlib", "matplotlib", "viz", "t2t-sweep's report pictures")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    """matplotlib's pyplot on the file-only Agg backend; `MissingExtraError` without the `viz`
+    extra."""
+    return figures.pyplot("t2t-sweep's report pictures")
 
 
 def against_paper(rows: list[dict[str, Any]]) -> dict[str, list]:
@@ -94,7 +89,4 @@ def plot_group(title: str, rows: list[dict[str, Any]], metrics: list[tuple[str, 
             axis.plot([i + 0.12] * len(values), values, ".", color="#7f7f7f")
         axis.set_ylabel(label)
     figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    plt.close(figure)
-    atomic_io.write_bytes(path, buffer.getvalue())
+    figures.write_png(figure, path, dpi=100)
