@@ -9,6 +9,8 @@ status 1. Tracebacks are for bugs, or shown for every error with --verbose.
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -44,9 +46,31 @@ def _adopt_help(module_name: str) -> None:
 def _message(error: BaseException) -> str:
     if isinstance(error, KeyError) and error.args:
         return str(error.args[0])  # str(KeyError) adds quotes
-    if isinstance(error, OSError) and error.filename and str(error.filename) not in str(error):
-        return f"{error.filename}: {error.strerror or error}"
+    if isinstance(error, OSError) and error.filename and error.strerror:
+        # "[Errno 2] No such file or directory: 'x'" --> "--reference: file not found: x"
+        what = _OS_ERRORS.get(type(error), error.strerror[:1].lower() + error.strerror[1:])
+        flag = _flag_holding(str(error.filename))
+        return f"{flag + ': ' if flag else ''}{what}: {error.filename}"
     return str(error)
+
+
+_OS_ERRORS = {
+    FileNotFoundError: "file not found",
+    FileExistsError: "already exists",
+    IsADirectoryError: "a folder, not a file",
+    NotADirectoryError: "not a folder",
+    PermissionError: "permission denied",
+}
+
+
+def _flag_holding(path: str) -> str | None:
+    """The --flag of the command whose value is `path` (or lists it), if one is."""
+    values = flags.FLAGS
+    for name in values.get_key_flags_for_module(sys.argv[0]):
+        value = name.value
+        if value == path or (isinstance(value, list) and path in value):
+            return f"--{name.name}"
+    return None
 
 
 def run(main: Callable[[], None], failures: tuple[type[BaseException], ...] = ()) -> None:
@@ -63,6 +87,8 @@ def run(main: Callable[[], None], failures: tuple[type[BaseException], ...] = ()
     def main_with_argv(argv: list[str]) -> None:
         if len(argv) > 1:
             fail(name, f"unexpected arguments: {argv[1:]}")
+        if not flags.FLAGS.verbose:
+            _hide_library_info()
         try:
             main()
         except failures as error:
@@ -75,6 +101,27 @@ def run(main: Callable[[], None], failures: tuple[type[BaseException], ...] = ()
             fail(name, _message(error))
 
     app.run(main_with_argv, flags_parser=_flags_parser(name))
+
+
+class _LibraryInfoHidden(logging.Filter):
+    """Drops the INFO lines that TensorFlow and Keras log themselves ("Using MirroredStrategy",
+    the saver's "Sharding callback duration"); their warnings and errors pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        return not any(part in record.pathname for part in _LIBRARY_PATHS)
+
+
+_LIBRARY_PATHS = (f"{os.sep}tensorflow{os.sep}", f"{os.sep}keras{os.sep}")
+
+
+def _hide_library_info() -> None:
+    """Keeps the libraries' INFO lines out of the command's log (they return with --verbose)."""
+    for logger in (logging.getLogger(), logging.getLogger("absl"), logging.getLogger("tensorflow")):
+        logger.addFilter(_LibraryInfoHidden())
+        for handler in logger.handlers:
+            handler.addFilter(_LibraryInfoHidden())
 
 
 def fail(name: str, message: str, status: int = 2) -> None:

@@ -19,7 +19,6 @@ from absl import flags, logging
 from t2t_lite.bin import cli, run_flags
 from t2t_lite.decode import search_flags
 from t2t_lite.decode.replicas import STRATEGIES, decode_strategy
-from t2t_lite.decode.runner import DecodeConfig, run_decode
 
 FLAGS = flags.FLAGS
 run_flags.define_run_flags(ensembles=True)
@@ -42,6 +41,8 @@ flags.DEFINE_enum(
 
 
 def main() -> None:
+    from t2t_lite.decode.runner import DecodeConfig, run_decode  # TensorFlow: not for --help
+
     config = DecodeConfig(
         **{
             name: FLAGS[name].value

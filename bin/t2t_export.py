@@ -45,6 +45,7 @@ def main() -> None:
         import_extra("ctranslate2", "ctranslate2", "ctranslate2", "t2t-export --format=ctranslate2")
     from t2t_lite.serve import export  # after flag parsing: --help stays fast
 
+    export.check_target(FLAGS.export_dir, FLAGS.version)  # before the run is restored
     run = run_flags.restore_run(search={"max_input_length": FLAGS.max_input_length})
     if FLAGS.format == "ctranslate2":
         from t2t_lite.serve import ctranslate2_export as ct2

@@ -37,8 +37,8 @@ def main() -> None:
         import_extra(module, module, "serve", "t2t-serve")
     from t2t_lite.serve.web import server  # after flag parsing: --help stays fast
 
+    sock = server.listen(FLAGS.host, FLAGS.port)  # a port in use fails before the model loads
     run_flags.import_usr_dir()
-
     limits = server.Limits(
         max_sentences=FLAGS.max_sentences,
         max_characters=FLAGS.max_characters,
@@ -53,7 +53,7 @@ def main() -> None:
         quantize=FLAGS.quantize,
         jit_compile=FLAGS.jit_compile,
     )
-    server.serve(backend, limits, FLAGS.host, FLAGS.port)
+    server.serve(backend, limits, sock)
 
 
 def run() -> None:

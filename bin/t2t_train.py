@@ -11,8 +11,7 @@ from __future__ import annotations
 from absl import app, flags
 
 from t2t_lite.bin import cli
-from t2t_lite.train import loop as training
-from t2t_lite.train.loop import METRIC_DIRECTIONS, STRATEGIES
+from t2t_lite.train.config import FAILURES, METRIC_DIRECTIONS, STRATEGIES, TrainConfig
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("problem", None, "Registered problem, e.g. algorithmic_reverse.", required=True)
@@ -47,8 +46,9 @@ flags.DEFINE_boolean("init_optimizer", False, "With --init_from: its optimizer a
 
 
 def main() -> None:
-    from t2t_lite import problems
+    from t2t_lite import problems  # TensorFlow: not for --help
     from t2t_lite.hparams import get_hparams
+    from t2t_lite.train import loop as training
 
     strategy = training.create_strategy(FLAGS.strategy)  # before any other TensorFlow op
     if FLAGS.usr_dir:
@@ -57,20 +57,11 @@ def main() -> None:
         hparams = get_hparams(FLAGS.hparams_set, FLAGS.hparams)
     except (KeyError, ValueError) as e:
         raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
-    fields = training.TrainConfig.__dataclass_fields__
+    fields = TrainConfig.__dataclass_fields__
     values = {name: FLAGS[name].value for name in fields if name in FLAGS}
-    config = training.TrainConfig(**values, hparams_overrides=FLAGS.hparams)
+    config = TrainConfig(**values, hparams_overrides=FLAGS.hparams)
     problem = problems.get_problem(FLAGS.problem)
     training.train(problem, config, hparams, FLAGS.hparams_set, strategy)
-
-
-# Ends of a run that are not a mistake in its flags: one line, exit status 1.
-FAILURES = (
-    training.NonFiniteError,
-    training.CheckpointError,
-    training.TrainingInterrupted,
-    training.ConflictingRunError,
-)
 
 
 def run() -> None:

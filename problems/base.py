@@ -15,27 +15,22 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import tensorflow as tf
 from absl import logging
 
-from t2t_lite.data import (
-    RESERVED_TOKENS,
-    Tokenizer,
-    adopt_sentencepiece,
-    auto_vocab_size,
-    build_vocab,
-    load_tokenizer,
-    pipeline,
-    shards,
-    vocab_path,
-)
+from t2t_lite import data  # its tokenizers load TensorFlow when first used
+from t2t_lite.extras import lazy_import
 from t2t_lite.hparams import HParams, SearchSettings
 from t2t_lite.hparams.hparams_base import parse_bool
 from t2t_lite.problems import inputs
 from t2t_lite.registry import Registry
 from t2t_lite.runtime import atomic_io
+
+tf = lazy_import("tensorflow")
+
+if TYPE_CHECKING:
+    from t2t_lite.data.tokenizers import Tokenizer
 
 METADATA = "metadata.json"
 STATE = "datagen.json"  # written first: which problem and options this data_dir is for
@@ -198,7 +193,7 @@ class Problem:
         for split in self.splits(options):
             logging.info("%s: writing split %s", self.name, split)
             pairs = self.text_pairs(split, options)
-            metadata["splits"][split] = shards.write_split(
+            metadata["splits"][split] = data.shards.write_split(
                 data_dir,
                 split,
                 pairs,
@@ -234,7 +229,7 @@ class Problem:
 
     def tokenizer(self, data_dir: str) -> Tokenizer:
         """The in-graph tokenizer of the vocabulary datagen wrote into `data_dir`."""
-        return load_tokenizer(data_dir)
+        return data.load_tokenizer(data_dir)
 
     def make_dataset(
         self, data_dir: str, split: str, hparams: HParams, **options: Any
@@ -244,7 +239,7 @@ class Problem:
         `options` are those of `t2t_lite.data.pipeline.make_dataset_from_files` (shuffle, repeat,
         seed, input_context), which batches and shards.
         """
-        return pipeline.make_dataset_from_files(
+        return data.pipeline.make_dataset_from_files(
             self.split_files(data_dir, split), hparams, **options
         )
 
@@ -277,24 +272,24 @@ class Problem:
         vocab_type, vocab_size = self.vocab_settings(options)
         if vocab_type not in VOCAB_TYPES:
             raise ValueError(f"problem {self.name}: vocab_type {vocab_type!r} not in {VOCAB_TYPES}")
-        if os.path.isfile(vocab_path(data_dir, vocab_type)):
+        if os.path.isfile(data.vocab_path(data_dir, vocab_type)):
             logging.info("%s: vocabulary exists, reusing it", self.name)
         elif options.get("vocab_model"):
             if vocab_type != "bpe":
                 raise ValueError("vocab_model is a SentencePiece model: needs vocab_type=bpe")
             logging.info("%s: the vocabulary is %s", self.name, options["vocab_model"])
-            adopt_sentencepiece(os.path.expanduser(options["vocab_model"]), data_dir)
+            data.adopt_sentencepiece(os.path.expanduser(options["vocab_model"]), data_dir)
         else:
             words = self.vocab_words(options)
             if words is not None:  # a fixed list, which sized itself
-                vocab_size = len(RESERVED_TOKENS) + len(words)
+                vocab_size = len(data.RESERVED_TOKENS) + len(words)
             elif not vocab_size:
                 pairs = sum(1 for _ in self.text_pairs("train", options))
-                vocab_size = auto_vocab_size(pairs)
+                vocab_size = data.auto_vocab_size(pairs)
                 logging.info("%s: %d training pairs: vocab_size %d", self.name, pairs, vocab_size)
             logging.info("%s: training a %s vocabulary of %d", self.name, vocab_type, vocab_size)
             texts = _logged(self.vocab_texts(options), "vocabulary: %d texts read")
-            build_vocab(data_dir, vocab_type, texts, vocab_size, words=words)
+            data.build_vocab(data_dir, vocab_type, texts, vocab_size, words=words)
         return self.tokenizer(data_dir)
 
 

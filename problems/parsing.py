@@ -27,12 +27,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
-from t2t_lite.data import RESERVED_TOKENS
-from t2t_lite.data.tokenizers import read_vocab_list
+from t2t_lite import data
 from t2t_lite.data.word_signatures import word_signatures_py
+from t2t_lite.extras import lazy_import
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.problems import tree_strings
 from t2t_lite.problems.base import Problem, register_problem
@@ -49,6 +48,9 @@ from t2t_lite.problems.parsing_trees import (
 )
 from t2t_lite.problems.tree_constraint import TreeConstraint
 from t2t_lite.runtime import atomic_io
+from t2t_lite.vocabulary import RESERVED_TOKENS
+
+tf = lazy_import("tensorflow")
 
 # The paper's inference settings for parsing (section 6.3), searching well-formed trees only.
 PARSING_DECODE_DEFAULTS = SearchSettings(
@@ -133,7 +135,7 @@ class TreebankProblem(Problem):
         targets = {
             token for _, target in self.text_pairs("train", options) for token in target.split()
         }
-        tokens = read_vocab_list(tokenizer.path)
+        tokens = data.tokenizers.read_vocab_list(tokenizer.path)
         count = len(RESERVED_TOKENS)
         while count < len(tokens) and tokens[count] in targets:
             count += 1
@@ -143,7 +145,7 @@ class TreebankProblem(Problem):
         """Decoding emits only well-formed linearized trees with one tag per source word, each
         word's tag one seen with it in training (`t2t_lite.problems.tree_constraint`;
         `tags.json`, which datagen writes; without it any tag)."""
-        tokens = read_vocab_list(tokenizer.path)
+        tokens = data.tokenizers.read_vocab_list(tokenizer.path)
         path = os.path.join(data_dir, TAGS_FILE)
         if not os.path.isfile(path):
             logging.warning("%s not found: decoding without the tag dictionary", path)

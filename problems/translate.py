@@ -67,10 +67,12 @@ class Wmt14Problem(Problem):
             try:
                 builder.download_and_prepare()
             except Exception as e:  # tfds raises many kinds; all mean "no data this way"
-                raise RuntimeError(
-                    f"tensorflow-datasets could not prepare {builder.name}/"
-                    f"{self.tfds_config} ({type(e).__name__}: {str(e)[:300]}); offline, "
-                    f"pass --raw_dir with {{train,dev,test}}.{{{self.source_language},"
+                # An OSError: the commands report it as one line, with what to do instead.
+                cause = (str(e).splitlines() or [""])[0][:200]
+                raise OSError(
+                    f"tensorflow-datasets could not download {builder.name}/"
+                    f"{self.tfds_config} ({type(e).__name__}: {cause}); offline, pass "
+                    f"--raw_dir=DIR with {{train,dev,test}}.{{{self.source_language},"
                     f"{self.target_language}}} files"
                 ) from e
             # Known once prepared; mocked builders (tests) report no splits.

@@ -27,9 +27,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import tensorflow as tf
 
+from t2t_lite.extras import lazy_import
 from t2t_lite.vocabulary import EOS_ID, PAD_ID
+
+tf = lazy_import("tensorflow")
 
 # Token kinds.
 NONE, OPEN, CLOSE, TAG, EOS = 0, 1, 2, 3, 4

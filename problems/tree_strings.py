@@ -32,10 +32,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-import tensorflow as tf
-
+from t2t_lite.extras import lazy_import
 from t2t_lite.problems import parsing_trees
 from t2t_lite.problems.parsing_trees import DEFAULT_ROOT, DEFAULT_TAG, guess_tag
+
+tf = lazy_import("tensorflow")
 
 
 @functools.cache

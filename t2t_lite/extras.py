@@ -9,6 +9,8 @@ than a bare `ModuleNotFoundError`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from types import ModuleType
 
 
@@ -33,3 +35,22 @@ def import_extra(module: str, package: str, extra: str, needed_by: str) -> Modul
         raise MissingExtraError(
             f"{needed_by} needs {package}: pip install 't2t_lite[{extra}]'", name=module
         ) from error
+
+
+def lazy_import(module: str) -> ModuleType:
+    """`module`, executed when one of its attributes is first read (importlib.util.LazyLoader).
+
+    The modules a command's flags are defined in use it for TensorFlow and Keras, so that
+    `--help` and a flag error answer without loading them (about 5 s). Once executed it is the
+    ordinary module; an `import` of it afterwards gets the same object.
+    """
+    if module in sys.modules:
+        return sys.modules[module]
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    lazy = importlib.util.module_from_spec(spec)
+    sys.modules[module] = lazy
+    spec.loader.exec_module(lazy)
+    return lazy

@@ -144,6 +144,8 @@ def adopt_sentencepiece(model_path: str, data_dir: str) -> str:
     The model must reserve ids as t2t_lite does (pad 0, EOS 1, unk 2, no BOS); otherwise a
     ValueError names the file and its ids.
     """
+    if not os.path.isfile(model_path):
+        raise FileNotFoundError(f"--vocab_model: file not found: {model_path}")
     try:
         processor = sentencepiece.SentencePieceProcessor(model_file=model_path)
     except (OSError, RuntimeError) as e:

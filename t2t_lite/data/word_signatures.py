@@ -21,7 +21,9 @@ the same signatures.
 
 from __future__ import annotations
 
-import tensorflow as tf
+from t2t_lite.extras import lazy_import
+
+tf = lazy_import("tensorflow")
 
 SIGNATURE_PREFIX = "<unk:"
 # The shape of a word: the first of these (letter, pattern) that matches, else "o". "A": at

@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import tensorflow as tf
-
+from t2t_lite.extras import lazy_import
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES  # t2t-decode's --strategy
 from t2t_lite.runtime.distribute import cluster_size, create_strategy
+
+tf = lazy_import("tensorflow")
 
 
 def decode_strategy(name: str = "default") -> tf.distribute.Strategy | None:

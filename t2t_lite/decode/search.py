@@ -342,7 +342,11 @@ def beam_search(
 
 
 def _filter_top_k(logits: tf.Tensor, top_k: int) -> tf.Tensor:
-    """Keeps the `top_k` largest logits of [rows, vocab] (ties at the k-th kept too)."""
+    """Keeps the `top_k` largest logits of [rows, vocab] (ties at the k-th kept too); a `top_k`
+    of the vocabulary's size or more keeps them all."""
+    vocab = logits.shape[-1]
+    if vocab is not None and top_k >= vocab:
+        return logits
     kth = tf.math.top_k(logits, top_k).values[:, -1:]  # --> [rows, 1]
     return tf.where(logits < kth, NEG_INF, logits)
 

@@ -21,11 +21,13 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
+from t2t_lite.extras import lazy_import
 from t2t_lite.run.layout import BEST_DIR, BEST_INFO, MODEL_DIRS, STATE_FILE
 from t2t_lite.runtime import atomic_io
+
+tf = lazy_import("tensorflow")
 
 _CKPT_NAME = re.compile(r"(^|/)ckpt-\d+$")
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 
-import tensorflow as tf
+from t2t_lite.extras import lazy_import
+
+tf = lazy_import("tensorflow")
 
 STRATEGIES = ("auto", "mirrored", "multi_worker", "default")
 

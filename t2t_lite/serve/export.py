@@ -327,6 +327,25 @@ def next_version(export_dir: str) -> int:
     return max(versions, default=0) + 1
 
 
+def check_target(export_dir: str, version: int | None) -> None:
+    """Refuses an `export_dir` that is not a folder and a `version` that exists or is negative
+    (t2t-export checks this before it restores the run)."""
+    if os.path.exists(export_dir) and not os.path.isdir(export_dir):
+        raise NotADirectoryError(
+            f"--export_dir={export_dir} is a file; pass a folder (versions are written in it)"
+        )
+    if version is None:
+        return
+    if version < 0:
+        raise ValueError(f"--version must be a non-negative integer, got {version}")
+    final = os.path.join(export_dir, str(version))
+    if os.path.exists(final):
+        raise FileExistsError(
+            f"--version={version}: {final} already exists; pass another --version (default: "
+            "one more than the largest)"
+        )
+
+
 def write_version(export_dir: str, version: int | None, write: Callable[[str], None]) -> str:
     """Calls `write(folder)` on a fresh hidden folder in `export_dir`, then renames it to
     `export_dir/<version>` and returns that path. The version folder appears whole or not at
@@ -335,15 +354,13 @@ def write_version(export_dir: str, version: int | None, write: Callable[[str], N
     `version` defaults to `next_version(export_dir)`; an existing version is never overwritten.
     Temporary folders an interrupted export left (older than this run) are removed first.
     """
+    check_target(export_dir, version)
     os.makedirs(export_dir, exist_ok=True)
     for stale in atomic_io.remove_stale_folders(export_dir, f"{_TMP_PREFIX}*"):
         logging.warning("removed %s, left by an interrupted export", stale)
     version = next_version(export_dir) if version is None else version
-    if version < 0:
-        raise ValueError(f"--version must be a non-negative integer, got {version}")
+    check_target(export_dir, version)
     final = os.path.join(export_dir, str(version))
-    if os.path.exists(final):
-        raise FileExistsError(f"{final} already exists; pass another --version")
     tmp = tempfile.mkdtemp(dir=export_dir, prefix=f"{_TMP_PREFIX}{version}-")
     try:
         # mkdtemp makes it private; a server may run as another user.

@@ -15,14 +15,6 @@ from t2t_lite.train.step import sum_stats
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
-# Metrics that can choose the best checkpoint, and whether higher is better.
-METRIC_DIRECTIONS = {
-    "dev_loss": False,
-    "dev_perplexity": False,
-    "dev_accuracy": True,
-    "dev_bleu": True,
-}
-
 
 def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[str, float]:
     """Metrics over the dev split (or its first `config.eval_batches` batches per pipeline);

@@ -30,7 +30,7 @@ from absl import logging
 from t2t_lite.run import averaging, checkpoints
 from t2t_lite.run.layout import BEST_DIR, CHECKPOINT_DIR, CHOICE_FILE, FINAL_DIR
 from t2t_lite.runtime import atomic_io
-from t2t_lite.train.evaluation import METRIC_DIRECTIONS
+from t2t_lite.train.config import METRIC_DIRECTIONS
 
 # How many of the newest checkpoints the "average" candidate averages (fewer if fewer exist).
 NUM_AVERAGED = 5

@@ -1,11 +1,14 @@
 """The commands as a new user meets them: --help lists each command's own flags, a user's
-mistake is one line `t2t-x: error: ...` with exit status 2, and no CUDA noise on a CPU."""
+mistake is one line `t2t-x: error: ...` with exit status 2, --help without TensorFlow, and no
+TensorFlow start-up lines unless --verbose."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 import tensorflow as tf
@@ -59,6 +62,23 @@ def test_help_lists_each_commands_own_flags():
         assert "(default: " in out, name
 
 
+def _seconds(argv: list[str]) -> tuple[float, subprocess.CompletedProcess]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    return time.perf_counter() - started, done
+
+
+def test_help_answers_without_loading_tensorflow():
+    # The same machine's cost of TensorFlow itself, measured in this test: each --help must
+    # take well under it (none imports TensorFlow), and print nothing on stderr.
+    tf_seconds, _ = _seconds([sys.executable, "-c", "import tensorflow"])
+    for name in HELP:
+        seconds, done = _seconds([os.path.join(BIN, name), "--help"])
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        assert done.stderr == "", (name, done.stderr[-2000:])
+        assert seconds < 0.4 * tf_seconds, (name, seconds, tf_seconds)
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """An algorithmic_copy data_dir (vocabulary and metadata.json) and a run with a random model."""
@@ -82,6 +102,15 @@ def run_dir(tmp_path_factory):
 
 def test_user_errors_are_one_line_with_status_2(run_dir, tmp_path):
     run, data = str(run_dir / "run"), str(run_dir / "data")
+    text_files = []
+    for name in ("train_src", "train_tgt", "dev_src", "dev_tgt"):
+        (tmp_path / f"{name}.txt").write_text("a b c\nd e\n")
+        text_files.append(f"--{name}={tmp_path / f'{name}.txt'}")
+    exports = tmp_path / "exports"
+    (exports / "3").mkdir(parents=True)
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
     cases = {
         "no run": (
             "t2t-decode",
@@ -132,6 +161,43 @@ def test_user_errors_are_one_line_with_status_2(run_dir, tmp_path):
             [f"--output_dir={run}", "--sampling=temperature:hot"],
             "t2t-decode: error: --sampling: temperature must be a number, got 'hot'",
         ),
+        "negative top_k (one beyond the vocabulary keeps every token)": (
+            "t2t-decode",
+            [f"--output_dir={run}", "--sampling=top_k:-1"],
+            "t2t-decode: error: --sampling needs temperature >= 0, top_k >= 0",
+        ),
+        "missing vocab_model": (
+            "t2t-datagen",
+            ["--problem=text2text", f"--data_dir={tmp_path / 'd2'}", *text_files,
+             f"--vocab_model={tmp_path / 'none.model'}"],
+            f"t2t-datagen: error: --vocab_model: file not found: {tmp_path / 'none.model'}",
+        ),
+        "export onto a file": (
+            "t2t-export",
+            [f"--output_dir={run}", f"--export_dir={run_dir / 'bad.txt'}"],
+            f"t2t-export: error: --export_dir={run_dir / 'bad.txt'} is a file; pass a folder",
+        ),
+        "export to an existing version": (
+            "t2t-export",
+            [f"--output_dir={run}", f"--export_dir={exports}", "--version=3"],
+            f"t2t-export: error: --version=3: {exports}/3 already exists; pass another --version",
+        ),
+        "missing reference": (
+            "t2t-bleu",
+            [f"--translation={tmp_path / 'dev_tgt.txt'}", f"--reference={tmp_path / 'ref.txt'}"],
+            f"t2t-bleu: error: --reference: file not found: {tmp_path / 'ref.txt'}",
+        ),
+        "missing gold trees": (
+            "t2t-evalb",
+            [f"--gold={tmp_path / 'gold.txt'}", f"--test={tmp_path / 'dev_tgt.txt'}"],
+            f"t2t-evalb: error: --gold: file not found: {tmp_path / 'gold.txt'}",
+        ),
+        "port in use": (
+            "t2t-serve",
+            [f"--output_dir={run}", f"--port={taken.getsockname()[1]}"],
+            f"t2t-serve: error: --host=127.0.0.1 --port={taken.getsockname()[1]}: cannot listen "
+            "there",
+        ),
     }  # fmt: skip
     started = {k: _start(command, *flags) for k, (command, flags, _) in cases.items()}
     for case, process in started.items():
@@ -140,6 +206,9 @@ def test_user_errors_are_one_line_with_status_2(run_dir, tmp_path):
         assert code == 2, (case, err[-3000:])
         assert "Traceback" not in err, (case, err[-3000:])
         assert lines[-1].startswith(cases[case][2]), (case, lines[-1])
+        if cases[case][0] in ("t2t-serve", "t2t-export"):  # refused before the model loads
+            assert "restored" not in err, (case, err[-3000:])
+    taken.close()
 
 
 def test_verbose_shows_the_traceback(tmp_path):
@@ -154,3 +223,28 @@ def test_no_cuda_error_line_on_a_cpu():
     code, out, err = _finish(_start("t2t-info", "--list"))
     assert code == 0 and "transformer_base" in out
     assert "cuInit" not in err and "cuda_platform" not in err, err[-2000:]
+
+
+# What TensorFlow prints while it loads, as the commands must not show it.
+STARTUP_LINES = ("InitializeLog", "oneDNN custom operations", "cpu_feature_guard", "cuda drivers")
+
+
+def test_a_decode_prints_no_start_up_lines_unless_verbose(run_dir):
+    run = str(run_dir / "run")
+    quiet = subprocess.run(
+        [os.path.join(BIN, "t2t-decode"), f"--output_dir={run}"],
+        input="1 2 3\n", capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert quiet.returncode == 0, quiet.stderr[-3000:]
+    assert len(quiet.stdout.splitlines()) == 1
+    for line in STARTUP_LINES:
+        assert line not in quiet.stderr, (line, quiet.stderr[-3000:])
+    assert "restored" in quiet.stderr and "Using MirroredStrategy" not in quiet.stderr
+    lines = [line.split("] ", 1)[-1] for line in quiet.stderr.splitlines()]
+    assert len(lines) == len(set(lines)), quiet.stderr  # no line twice
+    verbose = subprocess.run(
+        [os.path.join(BIN, "t2t-decode"), f"--output_dir={run}", "--verbose"],
+        input="1 2 3\n", capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
+    )  # fmt: skip
+    assert verbose.returncode == 0 and "oneDNN custom operations" in verbose.stderr

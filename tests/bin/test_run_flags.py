@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -95,26 +94,17 @@ def user_run(tmp_path_factory):
     return root
 
 
-@pytest.fixture
-def busy_port():
-    """A port something already listens on: t2t-serve cannot bind it and stops."""
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        yield taken.getsockname()[1]
-
-
 def _command(name: str, *flags: str, timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [os.path.join(BIN, name), *flags], capture_output=True, text=True, env=ENV, timeout=timeout
     )
 
 
-def test_a_missing_usr_dir_is_named_from_the_run(user_run, busy_port):
+def test_a_missing_usr_dir_is_named_from_the_run(user_run):
     run = f"--output_dir={user_run / 'run'}"
     for command, flags in (
         ("t2t-visualize", [run, "--inputs=1 2"]),
-        ("t2t-serve", [run, f"--port={busy_port}"]),
+        ("t2t-serve", [run, "--port=0"]),
         ("t2t-decode", [run, f"--decode_from_file={user_run / 'in.txt'}"]),
     ):
         done = _command(command, *flags)
@@ -124,15 +114,21 @@ def test_a_missing_usr_dir_is_named_from_the_run(user_run, busy_port):
         assert f"--usr_dir={user_run / 'my_problems.py'}" in last, last
 
 
-def test_visualize_and_serve_restore_a_user_problem_run_with_its_usr_dir(
-    user_run, tmp_path, busy_port
-):
+def test_visualize_and_serve_restore_a_user_problem_run_with_its_usr_dir(user_run, tmp_path):
     flags = [f"--output_dir={user_run / 'run'}", f"--usr_dir={user_run / 'my_problems.py'}"]
     pictures = _command("t2t-visualize", *flags, "--inputs=1 2 3", f"--visualize_dir={tmp_path}")
     assert pictures.returncode == 0, pictures.stderr[-2000:]
     assert (tmp_path / "index.html").is_file()
-    # t2t-serve restores it and starts serving; the port is taken, so it stops after the model
-    # is loaded, which its log says.
-    served = _command("t2t-serve", *flags, f"--port={busy_port}")
-    assert "restored" in served.stderr and "usr_copy_digits" in served.stderr, served.stderr[-3000:]
-    assert "problem 'usr_copy_digits'" not in served.stderr
+    # t2t-serve restores it and starts serving on a free port: its URL line says so.
+    served = subprocess.Popen(
+        [os.path.join(BIN, "t2t-serve"), *flags, "--port=0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+    )  # fmt: skip
+    try:
+        url = served.stdout.readline()
+    finally:
+        served.terminate()
+        _, err = served.communicate(timeout=60)
+    assert url.startswith("t2t-serve: http://127.0.0.1:"), (url, err[-3000:])
+    assert "restored" in err and "usr_copy_digits" in err, err[-3000:]
+    assert "problem 'usr_copy_digits'" not in err

@@ -375,6 +375,11 @@ def test_sampling_is_seeded_and_degenerates_to_greedy():
     other = transformer_step.sample_ids(model, inputs, temperature=1.0, seed=2, extra_length=6)
     np.testing.assert_array_equal(first.ids.numpy(), again.ids.numpy())
     assert (first.ids.numpy() != other.ids.numpy()).any()
+    # A top_k beyond the vocabulary's 11 ids filters nothing: the same draws as top_k 0.
+    wide = transformer_step.sample_ids(
+        model, inputs, temperature=1.0, top_k=40, seed=1, extra_length=6
+    )
+    np.testing.assert_array_equal(first.ids.numpy(), wide.ids.numpy())
     greedy = transformer_step.sample_ids(model, inputs, extra_length=6)
     top1 = transformer_step.sample_ids(
         model, inputs, temperature=1.0, top_k=1, seed=3, extra_length=6

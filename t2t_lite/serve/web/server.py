@@ -3,6 +3,7 @@ and the API with uvicorn."""
 
 from __future__ import annotations
 
+import socket
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -64,10 +65,30 @@ def loopback_warning(host: str, port: int) -> str | None:
     )
 
 
-def serve(backend: Backend, limits: Limits, host: str = "127.0.0.1", port: int = 8080) -> None:
-    """Serves the page and API of `backend` on host:port until interrupted."""
+def listen(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
+    """A socket bound to host:port (0: a free port), taken before the model loads so that a
+    port in use is one line at once; an OSError naming --host/--port otherwise."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise OSError(
+            f"--host={host} --port={port}: cannot listen there ({error.strerror or error}); "
+            "pass another --port (0 picks a free one) or stop what holds it"
+        ) from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(backend: Backend, limits: Limits, sock: socket.socket) -> None:
+    """Serves the page and API of `backend` on `sock` (from `listen`) until interrupted."""
     import uvicorn
 
+    host, port = sock.getsockname()[:2]
     warning = loopback_warning(host, port)
     if warning:
         print(warning, file=sys.stderr, flush=True)
@@ -75,4 +96,4 @@ def serve(backend: Backend, limits: Limits, host: str = "127.0.0.1", port: int =
     shown = f"[{host}]" if ":" in host else host
     logging.info("serving %s", backend.facts().get("problem"))
     print(f"t2t-serve: http://{shown}:{port}/ (API: http://{shown}:{port}/docs)", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
