@@ -49,7 +49,7 @@ def main(argv: list[str]) -> None:
     rows = [("restored", 0.0, *resident_memory())]
     for i in range(FLAGS.passes):
         start = time.perf_counter()
-        translator.translate(lines, names)
+        translator.hypotheses(lines, names)
         rows.append((f"pass {i + 1}", time.perf_counter() - start, *resident_memory()))
     table = [
         f"Decoding memory (bench/memory_bench.py, {datetime.date.today()}): {len(lines):,} "

@@ -20,6 +20,7 @@ from absl import logging
 
 from t2t_lite.data import iter_raw_lines
 from t2t_lite.decode.batches import bucket_rows, bucket_width, pad_batch, token_batches
+from t2t_lite.decode.exported import ExportedTranslator, is_export, shape_translations
 from t2t_lite.decode.replicas import decode_strategy, split_rows
 from t2t_lite.decode.search import SearchResult
 from t2t_lite.decode.transformer_step import score_ids, search_function
@@ -43,7 +44,8 @@ class Hypothesis(NamedTuple):
 class Translator:
     """A restored model, its tokenizer and search settings; translates and scores lines.
 
-    `translate(lines)` returns, per line, `nbest` Hypothesis (none for an empty line);
+    `translate(lines)` returns a translation per line, `hypotheses(lines)` the search's
+    `nbest` Hypothesis per line (none for an empty line);
     `score(sources, targets)` returns log p(target | source) per pair (None if either is empty).
     With a `strategy` (whose scope made the model), each batch is split across its replicas.
     With `jit_compile`, XLA compiles the search, once per batch shape (`t2t_lite.decode.batches`
@@ -93,9 +95,31 @@ class Translator:
         self._score = tf.function(score, input_signature=[spec] * 2)
 
     @classmethod
-    def from_run(cls, run: Run, batch_tokens: int = 4096, jit_compile: bool = False) -> Translator:
-        """A translator that searches as `run.search` says, with the problem's constraint and
-        postprocessing, over the replicas of `run.strategy`."""
+    def from_run(
+        cls,
+        run: Run | str,
+        batch_tokens: int = 4096,
+        jit_compile: bool = False,
+        checkpoint: str | None = None,
+        quantize: str | None = None,
+        **search: Any,
+    ) -> Translator | ExportedTranslator:
+        """A translator that searches as the run says, with the problem's constraint and
+        postprocessing, over the replicas of `run.strategy`.
+
+        `run` is a restored `Run`, or a path: a run folder of t2t-train (restored with
+        `checkpoint` and `quantize` as t2t-decode's flags, and `search` settings such as
+        beam_size=4, alpha=0.6, nbest=4 over the problem's), or a SavedModel of t2t-export (or
+        its folder of versions), which gives an `ExportedTranslator` with the same `translate`.
+        """
+        if isinstance(run, str):
+            if is_export(run):
+                if checkpoint or quantize or search:
+                    raise ValueError(f"{run} is an export: its checkpoint and search are fixed")
+                return ExportedTranslator(run)
+            run = Run.restore(run, checkpoint, search=search, quantize=quantize)
+        elif checkpoint or quantize or search:
+            raise ValueError("a restored Run has its checkpoint and search settings already")
         return cls(
             run.model,
             run.tokenizer,
@@ -106,6 +130,20 @@ class Translator:
             run.strategy,
             jit_compile,
         )
+
+    def translate(self, lines: Sequence[str], nbest: int = 1, scores: bool = False) -> list:
+        """Translates text: a string per line (an empty line gives ""); with nbest > 1 (up to
+        the search's nbest) a list of `nbest` strings per line, best first; with `scores`
+        (text, score) pairs instead, the score being what the search ranks by."""
+        if not 1 <= nbest <= self.settings.nbest:
+            raise ValueError(
+                f"nbest={nbest} must be in [1, {self.settings.nbest}] (the search's nbest; "
+                "pass nbest= to from_run for more)"
+            )
+        found = self.hypotheses(lines, log_progress=False)
+        texts = [[h.text for h in hyps] for hyps in found]
+        values = [[h.score for h in hyps] for hyps in found]
+        return shape_translations(lines, texts, values, nbest, scores)
 
     def search_ids(self, sources: Sequence[Sequence[int]]) -> SearchResult:
         """Source id lists (each ending in EOS) --> the search's result, ids [batch, nbest,
@@ -142,9 +180,15 @@ class Translator:
                 encoded[i] = row + [EOS_ID]
         return encoded
 
-    def translate(
-        self, lines: Sequence[str], names: Sequence[str], log_progress: bool = True
+    def hypotheses(
+        self,
+        lines: Sequence[str],
+        names: Sequence[str] | None = None,
+        log_progress: bool = True,
     ) -> list[list[Hypothesis]]:
+        """Per line, the search's `nbest` Hypothesis (none for an empty line); `names` (e.g.
+        "in.txt:7") name the lines in warnings, by default "line N"."""
+        names = names or [f"line {i + 1}" for i in range(len(lines))]
         sources = self.encode(lines, names)
         results: list[list[Hypothesis]] = [[] for _ in lines]
         todo = [i for i, s in enumerate(sources) if s is not None]
@@ -339,7 +383,7 @@ def interactive(translator: Translator) -> None:
             print()
             return
         number += 1
-        results = translator.translate([line], [f"{STDIN}:{number}"], log_progress=False)
+        results = translator.hypotheses([line], [f"{STDIN}:{number}"], log_progress=False)
         for out in format_translations(results, translator.settings.nbest):
             print(out, flush=True)
 
@@ -360,7 +404,7 @@ def run_decode(config: DecodeConfig, restore: Callable[[], Run] | None = None) -
     if targets is not None:
         out = format_scores(translator.score(lines, targets, names, target_names))
     else:
-        out = format_translations(translator.translate(lines, names), translator.settings.nbest)
+        out = format_translations(translator.hypotheses(lines, names), translator.settings.nbest)
     return write_lines(out, config.decode_to_file)
 
 

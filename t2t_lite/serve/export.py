@@ -48,6 +48,13 @@ from absl import logging
 from t2t_lite.data import Tokenizer, trim_ids
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.constraint import Constraint
+from t2t_lite.decode.exported import (  # the names its readers share
+    ATTENTION_SIGNATURE,
+    EXPORT_INFO,
+    IDS_SIGNATURE,
+    NBEST_SIGNATURE,
+    SAMPLE_SIGNATURE,
+)
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io, logs
@@ -55,11 +62,6 @@ from t2t_lite.serve.attention_graph import graph_token_labels, stack_attention
 from t2t_lite.serve.facts import run_facts
 from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
-NBEST_SIGNATURE = "nbest"
-SAMPLE_SIGNATURE = "sample"
-IDS_SIGNATURE = "translate_ids"
-ATTENTION_SIGNATURE = "attention"
-EXPORT_INFO = "t2t_export.json"  # in the version folder's assets.extra/
 _TMP_PREFIX = ".tmp-export-"
 
 

@@ -110,7 +110,7 @@ def evaluate_run(output_dir: str, max_examples: int) -> dict:
     results = dev_statistics(run)
     sources, references = dev_pairs(run, max_examples)
     names = [f"dev:{i + 1}" for i in range(len(sources))]
-    found = Translator.from_run(run).translate(sources, names, log_progress=False)
+    found = Translator.from_run(run).hypotheses(sources, names, log_progress=False)
     hypotheses = [hyps[0].text if hyps else "" for hyps in found]
     metric = run.problem.metric
     results.update(

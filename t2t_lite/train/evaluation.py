@@ -86,6 +86,6 @@ def dev_bleu(model, hparams, problem, config, strategy=None) -> float:
         strategy=strategy,
     )  # fmt: skip
     names = [f"dev example {i + 1}" for i in range(len(sources))]
-    found = translator.translate(sources, names, log_progress=False)
+    found = translator.hypotheses(sources, names, log_progress=False)
     hypotheses = [hyps[0].text if hyps else "" for hyps in found]
     return sacre_bleu(hypotheses, [references]).bleu

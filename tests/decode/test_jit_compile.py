@@ -42,7 +42,7 @@ def test_jit_compile_finds_the_plain_searchs_hypotheses(run, search):
     for jit in (False, True):
         # 40 tokens a batch: batches of 1 to 5 rows, padded under XLA to 1, 2, 4 or 5 rows.
         translator = Translator(run.model, run.tokenizer, settings, 40, jit_compile=jit)
-        found[jit] = translator.translate(LINES, names, log_progress=False)
+        found[jit] = translator.hypotheses(LINES, names, log_progress=False)
     for plain, compiled in zip(found[False], found[True], strict=True):
         assert [h.text for h in compiled] == [h.text for h in plain]
         np.testing.assert_allclose(
@@ -107,7 +107,7 @@ def test_jit_compile_refuses_8_bit_products_and_compiles_bfloat16_int8(tmp_path)
     found = []
     for jit in (False, True):
         translator = Translator(restored.model, restored.tokenizer, settings, 40, jit_compile=jit)
-        found.append([[h.text for h in hs] for hs in translator.translate(LINES, names, False)])
+        found.append([[h.text for h in hs] for hs in translator.hypotheses(LINES, names, False)])
     assert len(found[1]) == len(LINES) and found[1][1] == [] and found[1][0]
     # bfloat16 rounds differently when XLA fuses the products: at most one line may differ.
     assert sum(a == b for a, b in zip(*found, strict=True)) >= len(LINES) - 1

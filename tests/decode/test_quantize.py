@@ -171,7 +171,7 @@ def test_int8_translates_as_float32(trained):
     lines = trained["lines"]
     names = [f"in:{i + 1}" for i in range(len(lines))]
     found = {
-        kind: Translator.from_run(trained[kind], batch_tokens=256).translate(lines, names)
+        kind: Translator.from_run(trained[kind], batch_tokens=256).hypotheses(lines, names)
         for kind in ("float", "int8")
     }
     for kind in found:  # the model is trained: nearly every line is reversed
@@ -274,7 +274,7 @@ def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path):
     assert "int8: 33 layers quantized" in decoded.stderr
     assert f"int8: {int8_product.check().describe()}" in decoded.stderr  # the kernel, once
     names = [f"in:{i}" for i in range(30)]
-    expected = Translator.from_run(trained["int8"]).translate(trained["lines"][:30], names)
+    expected = Translator.from_run(trained["int8"]).hypotheses(trained["lines"][:30], names)
     assert target.read_text().splitlines() == [h[0].text for h in expected]
     wrong = _command("t2t_decode", *run, "--quantize=int4")
     assert (

@@ -331,7 +331,7 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     translator = Translator.from_run(config.restore())
     assert translator.settings.constrained
     translator.postprocess = lambda source, output: output
-    for line, found in zip(lines, translator.translate(lines, ["in.txt"] * 4), strict=True):
+    for line, found in zip(lines, translator.hypotheses(lines, ["in.txt"] * 4), strict=True):
         if line:
             tokens = found[0].text.split()
             assert linearize(delinearize(tokens, line.split())) == found[0].text
@@ -340,11 +340,11 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     config = DecodeConfig(str(output_dir), beam_size=2, extra_length=8, constrained=False)
     translator = Translator.from_run(config.restore())  # what run_decode uses
     assert translator.postprocess.__func__ is type(problem).postprocess
-    out = [h[0].text if h else "" for h in translator.translate(lines, ["in.txt"] * 4)]
+    out = [h[0].text if h else "" for h in translator.hypotheses(lines, ["in.txt"] * 4)]
     assert out[1] == ""
     # The slow path: the raw decoded sequences, repaired one by one.
     translator.postprocess = lambda source, output: output
-    raw = [h[0].text if h else "" for h in translator.translate(lines, ["in.txt"] * 4)]
+    raw = [h[0].text if h else "" for h in translator.hypotheses(lines, ["in.txt"] * 4)]
     for line, got, sequence in zip(lines, out, raw, strict=True):
         if line:
             assert got == problem.postprocess(line, sequence)

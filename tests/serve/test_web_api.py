@@ -120,7 +120,7 @@ def test_default_settings_are_the_runs(output_dir, client):
     run = Run.restore(output_dir)
     answer = client.post("/api/translate", json={"sentences": ["we saw the box"]}).json()
     assert answer["settings"] == run.search.override(nbest=1).to_dict()
-    best = Translator.from_run(run).translate(["we saw the box"], ["x"], log_progress=False)
+    best = Translator.from_run(run).hypotheses(["we saw the box"], ["x"], log_progress=False)
     assert answer["results"][0]["hypotheses"][0]["text"] == best[0][0].text
 
 

@@ -42,7 +42,7 @@ def test_trees_equal_t2t_decode_and_cover_the_words(output_dir, client):
     assert answer.status_code == 200, answer.text
     assert client.get("/api/info").json()["capabilities"]["parsing"]
     translator = Translator.from_run(Run.restore(output_dir, search={**SEARCH, "nbest": 2}))
-    expected = translator.translate(SENTENCES, ["a", "b"], log_progress=False)
+    expected = translator.hypotheses(SENTENCES, ["a", "b"], log_progress=False)
     for sentence, result, want in zip(SENTENCES, answer.json()["results"], expected, strict=True):
         assert [h["text"] for h in result["hypotheses"]] == [h.text for h in want]
         for hypothesis in result["hypotheses"]:

@@ -13,12 +13,13 @@ import serve_helpers
 import tensorflow as tf
 from fastapi.testclient import TestClient
 
+from t2t_lite.decode.exported import resolve_version
 from t2t_lite.decode.visualize import token_labels
 from t2t_lite.run.run import Run
 from t2t_lite.serve import export
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.run_backend import RunBackend
-from t2t_lite.serve.web.saved_model_backend import SavedModelBackend, resolve_version
+from t2t_lite.serve.web.saved_model_backend import SavedModelBackend
 
 SEARCH = {"beam_size": 3, "alpha": 0.6, "extra_length": 6}
 LINES = ["we saw the red box", "", "  I took a door  ", " ".join(["the small boxes"] * 9)]

@@ -91,7 +91,7 @@ class RunBackend:
     def translate(self, sentences: Sequence[str], settings: SearchSettings) -> list[dict]:
         translator = self.translators.get(settings)
         names = [f"sentences[{i}]" for i in range(len(sentences))]
-        found = translator.translate(sentences, names, log_progress=False)
+        found = translator.hypotheses(sentences, names, log_progress=False)
         stripped = [s.strip() for s in sentences]
         lengths = translator.tokenizer.encode(tf.constant(stripped)).row_lengths().numpy()
         return [

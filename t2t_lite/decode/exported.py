@@ -1,0 +1,103 @@
+"""A SavedModel written by t2t-export, read back in Python: its folder, its signature names and
+`ExportedTranslator`, which translates text with it as `Translator` does with a run.
+
+The export is self-contained (tokenizer, search and postprocessing are in its graph), so its
+search settings are the ones it was exported with; n-best lists come from its `nbest` signature.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from t2t_lite.extras import lazy_import
+
+tf = lazy_import("tensorflow")
+
+NBEST_SIGNATURE = "nbest"
+SAMPLE_SIGNATURE = "sample"
+IDS_SIGNATURE = "translate_ids"
+ATTENTION_SIGNATURE = "attention"
+EXPORT_INFO = "t2t_export.json"  # in the version folder's assets.extra/
+
+
+def resolve_version(export_dir: str) -> str:
+    """`export_dir` itself when it holds saved_model.pb, else its newest numeric version
+    folder; a FileNotFoundError names --export_dir when there is neither."""
+    if os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
+        return export_dir
+    if not os.path.isdir(export_dir):
+        raise FileNotFoundError(f"--export_dir={export_dir} is not a folder")
+    versions = [int(name) for name in os.listdir(export_dir) if name.isdigit()]
+    for version in sorted(versions, reverse=True):
+        path = os.path.join(export_dir, str(version))
+        if os.path.isfile(os.path.join(path, "saved_model.pb")):
+            return path
+    raise FileNotFoundError(
+        f"--export_dir={export_dir} holds neither saved_model.pb nor a version folder with one "
+        "(t2t-export writes export_dir/<version>/)"
+    )
+
+
+def is_export(path: str) -> bool:
+    """Whether `path` is a SavedModel of t2t-export or a folder of its versions."""
+    try:
+        resolve_version(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def strings(tensor) -> list:
+    """A string tensor --> nested lists of Python str."""
+    return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(tensor.numpy()).tolist()
+
+
+class ExportedTranslator:
+    """Translates with the newest version in `export_dir` (or the SavedModel folder itself)."""
+
+    def __init__(self, export_dir: str):
+        import tensorflow_text  # noqa: F401  (registers the tokenizer ops the graph uses)
+
+        self.path = resolve_version(export_dir)
+        self.model = tf.saved_model.load(self.path)
+        self.signatures = self.model.signatures
+        with open(os.path.join(self.path, "assets.extra", EXPORT_INFO), encoding="utf-8") as f:
+            self.info: dict[str, Any] = json.load(f)
+        self.max_nbest = int(self.info.get("settings", {}).get("nbest", 1))
+
+    def search(self, lines: Sequence[str], nbest: int = 1) -> tuple[list, list, list[bool]]:
+        """(texts [lines][nbest], scores [lines][nbest], truncated [lines]) of the export's
+        search; `nbest` up to the export's (t2t-export --nbest)."""
+        if not 1 <= nbest <= self.max_nbest:
+            raise ValueError(f"nbest={nbest} must be in [1, {self.max_nbest}] for {self.path}")
+        inputs = tf.constant(list(lines), tf.string)
+        if nbest == 1:
+            found = self.signatures["serving_default"](inputs=inputs)
+            outputs, scores = found["outputs"][:, None], found["scores"][:, None]
+        else:
+            found = self.signatures[NBEST_SIGNATURE](inputs=inputs)
+            outputs, scores = found["outputs"][:, :nbest], found["scores"][:, :nbest]
+        truncated = [bool(t) for t in found["truncated"].numpy()]
+        return strings(outputs), scores.numpy().tolist(), truncated
+
+    def translate(self, lines: Sequence[str], nbest: int = 1, scores: bool = False) -> list:
+        """As `Translator.translate`: a string per line; with nbest > 1 a list of them; with
+        `scores` (text, score) pairs instead of texts. An empty line gives ""."""
+        texts, values, _ = self.search(lines, nbest)
+        return shape_translations(lines, texts, values, nbest, scores)
+
+
+def shape_translations(lines, texts, values, nbest: int, scores: bool) -> list:
+    """What `translate` returns for `lines` from their n-best texts and scores."""
+    out = []
+    for line, row, row_scores in zip(lines, texts, values, strict=True):
+        if not line.strip():
+            row, row_scores = [""] * nbest, [0.0] * nbest
+        items = [(t, float(s)) for t, s in zip(row, row_scores, strict=True)] if scores else row
+        out.append(items[0] if nbest == 1 else list(items[:nbest]))
+    return out

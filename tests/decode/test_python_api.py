@@ -1,0 +1,70 @@
+"""The Python API for text, as the README shows it: `Translator.from_run(path).translate(lines)`
+over a run folder and over an export, held to what t2t-decode writes and to the search's own
+hypotheses."""
+
+from __future__ import annotations
+
+import pytest
+import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
+from decoding_helpers import write_tiny_run
+
+from t2t_lite.decode.exported import ExportedTranslator
+from t2t_lite.decode.runner import DecodeConfig, Translator, run_decode
+from t2t_lite.run.run import Run
+from t2t_lite.serve import export
+
+LINES = ["1 2 3", "", "4 5 6 7 8", "9 9"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("api")
+    write_tiny_run(root, max_positions=32, seed=5)
+    (root / "in.txt").write_text("\n".join(LINES) + "\n")
+    return root
+
+
+def test_translate_gives_what_t2t_decode_writes(run_dir):
+    config = DecodeConfig(
+        str(run_dir / "out"),
+        decode_from_file=str(run_dir / "in.txt"),
+        decode_to_file=str(run_dir / "decoded.txt"),
+        beam_size=2,
+        alpha=0.6,
+    )
+    assert run_decode(config) == len(LINES)
+    written = (run_dir / "decoded.txt").read_text().split("\n")[:-1]
+    found = Translator.from_run(str(run_dir / "out"), beam_size=2, alpha=0.6).translate(LINES)
+    assert found == written and found[1] == ""
+    assert all(isinstance(text, str) for text in found)
+
+
+def test_nbest_and_scores_are_the_searchs_hypotheses(run_dir):
+    translator = Translator.from_run(str(run_dir / "out"), beam_size=4, nbest=3)
+    found = translator.translate(LINES, nbest=3, scores=True)
+    hypotheses = translator.hypotheses(LINES)
+    for line, pairs, hyps in zip(LINES, found, hypotheses, strict=True):
+        assert len(pairs) == 3
+        if line:
+            assert pairs == [(h.text, pytest.approx(h.score)) for h in hyps]
+        else:
+            assert pairs == [("", 0.0)] * 3
+    assert translator.translate(LINES, nbest=2) == [[t for t, _ in p[:2]] for p in found]
+    with pytest.raises(ValueError, match=r"nbest=4 must be in \[1, 3\]"):
+        translator.translate(LINES, nbest=4)
+
+
+def test_an_export_translates_as_its_run(run_dir):
+    run = Run.restore(str(run_dir / "out"), search={"beam_size": 3, "alpha": 0.6})
+    export.export_run(run, str(run_dir / "exports"), nbest=2)
+    exported = Translator.from_run(str(run_dir / "exports"))
+    assert isinstance(exported, ExportedTranslator)
+    direct = Translator.from_run(str(run_dir / "out"), beam_size=3, alpha=0.6, nbest=2)
+    assert exported.translate(LINES) == direct.translate(LINES)
+    got = exported.translate(LINES, nbest=2, scores=True)
+    want = direct.translate(LINES, nbest=2, scores=True)
+    for pairs, expected in zip(got, want, strict=True):
+        assert [t for t, _ in pairs] == [t for t, _ in expected]
+        assert [s for _, s in pairs] == pytest.approx([s for _, s in expected], abs=1e-4)
+    with pytest.raises(ValueError, match="is an export"):
+        Translator.from_run(str(run_dir / "exports"), beam_size=4)
