@@ -24,6 +24,12 @@ run_flags.define_run_flags(output_dir_required=False)  # or --export_dir
 flags.DEFINE_string("export_dir", None, "SavedModel (t2t-export) to serve; newest version.")
 flags.DEFINE_string("host", "127.0.0.1", "Address to listen on.")
 flags.DEFINE_integer("port", 8080, "Port to listen on.", lower_bound=0, upper_bound=65535)
+flags.DEFINE_string(
+    "model_name",
+    None,
+    "With --export_dir: the name of TF Serving's REST API, /v1/models/NAME (default: the "
+    "export folder's name).",
+)
 flags.DEFINE_integer("max_sentences", 32, "Sentences per request.", lower_bound=1)
 flags.DEFINE_integer("max_characters", 1000, "Characters per sentence.", lower_bound=1)
 flags.DEFINE_integer("max_concurrent", 2, "Searches at once; more get 429.", lower_bound=1)
@@ -52,6 +58,7 @@ def main() -> None:
         search=search_flags.search_overrides(),
         quantize=FLAGS.quantize,
         jit_compile=FLAGS.jit_compile,
+        model_name=FLAGS.model_name,
     )
     server.serve(backend, limits, sock)
 

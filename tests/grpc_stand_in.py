@@ -1,8 +1,8 @@
 """A loopback stand-in for TF Serving's gRPC PredictionService, for testing t2t-query.
 
 It implements `Predict` with tensorflow-serving-api's own protos on 127.0.0.1 (a free port) and
-answers with the same signatures as the REST stand-in (`rest_stand_in.Signature`: plain Python
-functions over columns, or a loaded SavedModel's signatures via `saved_model_signatures`). As TF
+answers with `Signature`s: plain Python functions over columns, or a loaded SavedModel's
+signatures via `saved_model_signatures`. As TF
 Serving does, an unknown model is NOT_FOUND and an unknown signature INVALID_ARGUMENT; a
 signature's own error is INVALID_ARGUMENT. `unavailable=N` answers the first N calls UNAVAILABLE
 (a server still starting), to exercise the client's retries.
@@ -11,14 +11,40 @@ signature's own error is INVALID_ARGUMENT. `unavailable=N` answers the first N c
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
 import grpc
 import numpy as np
 import tensorflow as tf
-from rest_stand_in import Signature
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+# A signature: (its input names, fn(columns: {input: list}) -> {output: list}).
+Signature = tuple[list[str], Callable[[dict[str, list]], dict[str, list]]]
+
+
+def saved_model_signatures(loaded: Any) -> dict[str, Signature]:
+    """The signatures of a `tf.saved_model.load`ed model as stand-in signatures."""
+    import tensorflow as tf
+
+    def wrap(function):
+        names = sorted(function.structured_input_signature[1])
+        specs = function.structured_input_signature[1]
+
+        def call(columns: dict[str, list]) -> dict[str, list]:
+            feeds = {n: tf.constant(columns[n], dtype=specs[n].dtype) for n in names}
+            return {k: _to_json(v.numpy()) for k, v in function(**feeds).items()}
+
+        return names, call
+
+    return {name: wrap(fn) for name, fn in loaded.signatures.items()}
+
+
+def _to_json(array: np.ndarray) -> list:
+    if array.dtype == object:  # tf.string: TF Serving sends UTF-8 text
+        return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(array).tolist()
+    return array.tolist()
 
 
 def _column(proto: Any) -> list:

@@ -1,6 +1,7 @@
 """The whole path as a user runs it (slow tier, about 3 minutes on 2 CPU cores): t2t-datagen ->
 t2t-train (300 steps on algorithmic_reverse) -> t2t-export -> a fresh process and t2t-query
-through a loopback REST stand-in, both equal to t2t-decode and (nearly) always right.
+through `t2t-serve --export_dir`'s TF Serving REST API, both equal to t2t-decode and (nearly)
+always right.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import subprocess
 import sys
 
 import pytest
-import tensorflow as tf
-from rest_stand_in import StandIn, saved_model_signatures
+from tf_serving_helpers import t2t_serve
 
 from t2t_lite.problems import get_problem
+from t2t_lite.serve import query
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 OPTIONS = {"max_sequence_length": 6, "train_size": 2000, "dev_size": 200, "test_size": 100}
@@ -73,13 +74,11 @@ def test_train_export_serve(tmp_path, capsys):
     fresh = json.loads(_command(FRESH_PROCESS, report["saved_model"], str(source)))
     assert fresh["outputs"] == decoded
 
-    stand_in = StandIn(
-        {"reverse": saved_model_signatures(tf.saved_model.load(report["saved_model"]))}
-    )
-    with stand_in as url:
-        served = _bin("t2t_query", f"--server={url}", "--model=reverse", f"--input_file={source}")
-        _bin("t2t_query", f"--server={url}", "--model=reverse", stdin=b"1 2 3 4 5\n9 8 7\n")
+    with t2t_serve(f"--export_dir={export_dir}") as url:  # TF Serving's REST API
+        served = _bin("t2t_query", f"--server={url}", "--model=served", f"--input_file={source}")
+        body = {"instances": ["1 2 3 4 5", "9 8 7"]}
+        answer = query.post_json(query.predict_url(url, "served"), body)
     assert served.split("\n")[:-1] == decoded
     with capsys.disabled():  # README's example request and response
-        for _, body in stand_in.requests[-1:] + stand_in.responses[-1:]:
-            print(json.dumps(body, ensure_ascii=False))
+        for shown in (body, answer):
+            print(json.dumps(shown, ensure_ascii=False))

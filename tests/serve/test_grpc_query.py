@@ -11,7 +11,7 @@ import time
 
 import pytest
 from grpc_stand_in import GrpcStandIn
-from rest_stand_in import toy_nbest, toy_reverse
+from tf_serving_helpers import toy_nbest, toy_reverse
 
 from t2t_lite.serve import grpc_query, query
 

@@ -1,7 +1,7 @@
-"""t2t-query against a loopback stand-in that speaks TF Serving's REST predict protocol.
+"""t2t-query against t2t-serve's TF Serving REST API on 127.0.0.1.
 
-The stand-in's signatures here are plain Python (reverse a string), so these tests check the
-protocol and the command; tests/test_export.py serves a real exported model the same way.
+The served signatures here are plain Python (reverse a string), so these tests check the
+protocol and the command; tests/serve/test_export.py serves a real exported model the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from rest_stand_in import StandIn, toy_nbest, toy_reverse
+from tf_serving_helpers import ToySignature, serving, toy_nbest, toy_reverse
 
 from t2t_lite.serve import query
 
@@ -22,13 +22,14 @@ def _single_output(columns):
     return {"outputs": [t.upper() for t in columns["inputs"]]}
 
 
-MODELS = {
-    "demo": {
-        "serving_default": (["inputs"], toy_reverse),
-        "nbest": (["inputs"], toy_nbest),
-        "upper": (["inputs"], _single_output),
+def _models() -> dict[str, ToySignature]:
+    return {
+        "serving_default": ToySignature(toy_reverse),
+        "nbest": ToySignature(toy_nbest),
+        "upper": ToySignature(_single_output),
     }
-}
+
+
 LINES = ["abc", "", "  x y ", "Grüße, 世界", "a much longer line"]
 
 
@@ -45,8 +46,8 @@ def t2t_query(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
 def test_lines_in_batches_give_lines_out_in_order(tmp_path, request_format):
     source = tmp_path / "in.txt"
     source.write_bytes(("\ufeff" + "\r\n".join(LINES) + "\r\n").encode("utf-8"))
-    stand_in = StandIn(MODELS)
-    with stand_in as url:
+    signatures = _models()
+    with serving(signatures, "demo") as url:
         done = t2t_query(
             f"--server={url}",
             "--model=demo",
@@ -57,18 +58,17 @@ def test_lines_in_batches_give_lines_out_in_order(tmp_path, request_format):
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode("utf-8").split("\n") == [t[::-1] for t in LINES] + [""]
     # 5 lines in batches of 2: three requests, whitespace kept as sent, BOM and CR dropped.
-    assert [body for _, body in stand_in.requests] == [
-        {request_format: ["abc", ""]},
-        {request_format: ["  x y ", "Grüße, 世界"]},
-        {request_format: ["a much longer line"]},
+    assert signatures["serving_default"].calls == [
+        ["abc", ""],
+        ["  x y ", "Grüße, 世界"],
+        ["a much longer line"],
     ]
-    assert {path for path, _ in stand_in.requests} == {"/v1/models/demo:predict"}
     assert "input 5: truncated" in done.stderr.decode()
 
 
 def test_nbest_signature_version_and_stdin():
-    stand_in = StandIn(MODELS)
-    with stand_in as url:
+    signatures = _models()
+    with serving(signatures, "demo", version="3") as url:
         done = t2t_query(
             f"--server={url}",
             "--model=demo",
@@ -83,17 +83,17 @@ def test_nbest_signature_version_and_stdin():
         "1 ||| dc ||| -1.000000",
         "1 ||| CD ||| -2.500000",
     ]
-    assert stand_in.requests == [
-        (
-            "/v1/models/demo/versions/3:predict",
-            {"instances": ["ab", "cd"], "signature_name": "nbest"},
-        )
-    ]
+    assert signatures["nbest"].calls == [["ab", "cd"]]
+    assert signatures["serving_default"].calls == []
 
 
 def test_single_output_signature_in_both_formats():
-    stand_in = StandIn(MODELS)
-    with stand_in as url:
+    with serving(_models(), "demo") as url:
+        answers = [
+            query.post_json(query.predict_url(url, "demo"), body)
+            for body in ({"signature_name": "upper", "instances": ["AB", "c"]},
+                         {"signature_name": "upper", "inputs": ["AB", "c"]})
+        ]  # fmt: skip
         for request_format in query.REQUEST_FORMATS:
             rows = query.query_lines(
                 ["ab", "c"],
@@ -103,15 +103,11 @@ def test_single_output_signature_in_both_formats():
             )
             assert list(rows) == [{"outputs": "AB"}, {"outputs": "C"}]
     # A single output comes back bare: a list of values, not a list of dicts.
-    assert [answer for _, answer in stand_in.responses] == [
-        {"predictions": ["AB", "C"]},
-        {"outputs": ["AB", "C"]},
-    ]
+    assert answers == [{"predictions": ["AB", "C"]}, {"outputs": ["AB", "C"]}]
 
 
 def test_server_errors_are_reported_with_the_url(tmp_path):
-    stand_in = StandIn(MODELS)
-    with stand_in as url:
+    with serving(_models(), "demo") as url:
         unknown = t2t_query(f"--server={url}", "--model=nope", stdin=b"a\n")
         bad_signature = t2t_query(
             f"--server={url}", "--model=demo", "--signature_name=zz", stdin=b"a\n"
@@ -121,7 +117,7 @@ def test_server_errors_are_reported_with_the_url(tmp_path):
         unknown.stderr.decode()
     )
     assert 'HTTP 404: Serving signature name: "zz" not found' in bad_signature.stderr.decode()
-    # The stand-in is shut down now: nothing listens on its port.
+    # The server is shut down now: nothing listens on its port.
     gone = t2t_query(f"--server={url}", "--model=demo", stdin=b"a\n")
     assert gone.returncode == 2 and "error: cannot reach" in gone.stderr.decode()
 
@@ -169,18 +165,13 @@ def _fails_on_second_batch(columns, calls=[]):  # noqa: B006  (counts the calls)
     return toy_reverse(columns)
 
 
-PROBES = {
-    "probe": {
-        "newline": (["inputs"], _newline),
-        "second": (["inputs"], _fails_on_second_batch),
-    }
-}
+PROBES = {"newline": ToySignature(_newline), "second": ToySignature(_fails_on_second_batch)}
 
 
 def test_a_line_break_in_an_answer_is_refused_naming_the_line(tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("ab\nxy\nd\nabc\ne\n", encoding="utf-8")  # 5 inputs, the 4th has a "c"
-    with StandIn(PROBES) as url:
+    with serving(PROBES, "probe") as url:
         done = t2t_query(
             f"--server={url}", "--model=probe", "--signature_name=newline", f"--input_file={source}"
         )
@@ -198,7 +189,7 @@ def test_a_line_break_in_an_answer_is_refused_naming_the_line(tmp_path):
 def test_a_failure_on_the_second_batch_leaves_the_output_file_alone(tmp_path):
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("a\nb\nc\nd\n", encoding="utf-8")
-    with StandIn(PROBES) as url:
+    with serving(PROBES, "probe") as url:
         done = t2t_query(
             f"--server={url}",
             "--model=probe",

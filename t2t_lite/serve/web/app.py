@@ -27,7 +27,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from t2t_lite.data.trees import TreeParseError, parse_tree
-from t2t_lite.serve.web import api
+from t2t_lite.serve.web import api, tf_serving
 from t2t_lite.serve.web.backend import Backend
 from t2t_lite.serve.web.trees import sentence_evalb, text_tree_json
 
@@ -128,6 +128,10 @@ def create_app(backend: Backend, limits: api.Limits | None = None) -> FastAPI:
         )
 
     _add_search_routes(app, backend, limits)
+    exported = getattr(backend, "exported", None)  # an export: TF Serving's REST API too
+    if exported is not None:
+        served = tf_serving.ServedModel(exported, backend.model_name, limits.max_sentences)
+        app.include_router(tf_serving.router(served))
     return app
 
 

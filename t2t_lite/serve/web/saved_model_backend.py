@@ -27,8 +27,13 @@ from t2t_lite.serve.web.backend import PARSING_METRIC, Capabilities, attention_j
 class SavedModelBackend:
     """A SavedModel written by `t2t-export` behind `t2t-serve`; see `Backend`."""
 
-    def __init__(self, export_dir: str):
+    def __init__(self, export_dir: str, model_name: str | None = None):
         self.exported = ExportedTranslator(export_dir)
+        # TF Serving's model name (tf_serving.py): the folder of versions, as models.config has it
+        folder = os.path.abspath(export_dir)
+        if os.path.basename(folder).isdigit():
+            folder = os.path.dirname(folder)
+        self.model_name = model_name or os.path.basename(folder)
         self.path, self.signatures = self.exported.path, self.exported.signatures
         info = self.exported.info
         known = {f.name for f in dataclasses.fields(SearchSettings)}  # exports of other versions

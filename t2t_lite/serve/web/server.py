@@ -23,10 +23,12 @@ def load_backend(
     search: Mapping[str, Any] | None = None,
     quantize: str = "none",
     jit_compile: bool = False,
+    model_name: str | None = None,
 ) -> Backend:
     """A `RunBackend` for `output_dir` (restored as t2t-decode restores it, `search` over the
     problem's defaults, `quantize` and `jit_compile` as t2t-decode's flags) or a
-    `SavedModelBackend` for `export_dir`; exactly one of the two."""
+    `SavedModelBackend` for `export_dir`, served under TF Serving's REST API as `model_name`
+    (default: the export folder's name); exactly one of the two."""
     if bool(output_dir) == bool(export_dir):
         raise ValueError(
             "give exactly one of --output_dir (a training run) and --export_dir (a SavedModel)"
@@ -45,7 +47,7 @@ def load_backend(
             )
         from t2t_lite.serve.web.saved_model_backend import SavedModelBackend
 
-        return SavedModelBackend(export_dir)
+        return SavedModelBackend(export_dir, model_name)
     from t2t_lite.run.run import Run
     from t2t_lite.serve.web.run_backend import RunBackend
 
