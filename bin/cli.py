@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable
 
@@ -131,11 +132,60 @@ def fail(name: str, message: str, status: int = 2) -> None:
     sys.exit(status)
 
 
+# More help after the flags, by command (t2t-datagen: its problems' options): the section's
+# text, and the flags it describes instead of the flag list.
+HELP_SECTIONS: dict[str, tuple[Callable[[], str], frozenset[str]]] = {}
+
+
+def help_text(name: str) -> str:
+    """`--help`: the command's text, then its flags (required ones marked), defaults as a user
+    types them, and the command's own sections (`HELP_SECTIONS`). `--helpfull` is absl's."""
+    main = sys.modules.get("__main__")
+    lines = [(main.__doc__ or "").strip(), "", f"flags of {name} (--helpfull: every flag):"]
+    section, described = HELP_SECTIONS.get(name, (None, frozenset()))
+    own = sorted(flags.FLAGS.get_key_flags_for_module(sys.argv[0]), key=lambda f: f.name)
+    for flag in own:
+        if flag.name not in described:
+            lines += flag_lines(flag)
+    if section is not None:
+        lines += ["", section().rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def flag_lines(flag: flags.Flag) -> list[str]:
+    """`  --name: help (default: value)` wrapped at 100 columns; booleans as --[no]name."""
+    shown = f"--[no]{flag.name}" if flag.boolean else f"--{flag.name}"
+    text = (flag.help or "").strip()
+    if isinstance(flag.parser, flags.EnumParser) and text.startswith("<"):
+        text = text.split(">: ", 1)[-1]  # absl's "<a|b>: " prefix; the values are listed below
+    if _required(flag):
+        text = f"(required) {text}"
+    if isinstance(flag, flags.MultiFlag) or flag.default is None or flag.default in ("", []):
+        pass  # no default worth showing
+    elif isinstance(flag.default, list):
+        text += f" (default: {','.join(map(str, flag.default))})"
+    else:
+        text += f" (default: {flag.default})"
+    if isinstance(flag.parser, flags.EnumParser):
+        text += f" One of: {', '.join(flag.parser.enum_values)}."
+    return textwrap.wrap(f"{shown}: {text}", 100, initial_indent="  ", subsequent_indent="      ")
+
+
+def _required(flag: flags.Flag) -> bool:
+    """Whether absl's `required=True` (`flags.mark_flag_as_required`) marked `flag`: it adds a
+    validator refusing None."""
+    refusal = f"Flag --{flag.name} must have a value other than None."
+    return any(getattr(v, "message", "") == refusal for v in flag.validators)
+
+
 def _flags_parser(name: str) -> Callable[[list[str]], list[str]]:
     """absl's flag parsing, with a bad value or an unknown flag as one line (exit status 2) and
     --help ending with status 0."""
 
     def parse(argv: list[str]) -> list[str]:
+        if any(arg in ("--help", "-h", "-?", "--helpshort") for arg in argv[1:]):
+            sys.stdout.write(help_text(name))
+            sys.exit(0)
         try:
             return flags.FLAGS(argv)
         except flags.Error as error:

@@ -14,11 +14,12 @@ left alone.
 from __future__ import annotations
 
 import json
+import textwrap
 
 from absl import app, flags, logging
 
 from t2t_lite.bin import cli
-from t2t_lite.problems import describe_options, get_problem, import_usr_dir
+from t2t_lite.problems import describe_options, get_problem, import_usr_dir, options_by_problem
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("problem", None, "Registered problem name.", required=True)
@@ -30,6 +31,27 @@ flags.DEFINE_list("problem_options", [], "More problem options as key=value,key=
 OPTION_FLAGS = {name: text for name, text in describe_options().items() if name not in FLAGS}
 for _name, _help in OPTION_FLAGS.items():
     flags.DEFINE_string(_name, None, _help)
+
+
+def _options_help() -> str:
+    """--help's section: each problem's options (also flags of the same name), with defaults."""
+    lines = ["options by problem (each a flag, or --problem_options=key=value):"]
+    for names, options in options_by_problem():
+        if not options:
+            continue
+        lines.append(f"  {', '.join(names)}:")
+        for option, default, text in options:
+            shown = f" (default: {default})" if default not in ("", None) else ""
+            lines += textwrap.wrap(
+                f"--{option}: {text}{shown}",
+                100,
+                initial_indent="    ",
+                subsequent_indent="        ",
+            )
+    return "\n".join(lines)
+
+
+cli.HELP_SECTIONS["t2t-datagen"] = (_options_help, frozenset(OPTION_FLAGS))
 
 
 def _options() -> dict[str, str]:

@@ -24,7 +24,14 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string("model", None, "Served model name (MODEL_NAME).", required=True)
 flags.DEFINE_integer("version", None, "Model version; default: the newest served.")
-flags.DEFINE_string("signature_name", None, "Signature: serving_default (default) or nbest.")
+flags.DEFINE_string(
+    "signature_name",
+    None,
+    "serving_default (the default: a line each) or nbest (Moses n-best lines). The export's "
+    "other signatures, sample (with a seed input), translate_ids (ids in) and attention "
+    "(tensors out), take or give more than a line of text: call them with a TF Serving client "
+    "(docs/serving.md).",
+)
 flags.DEFINE_string("input_file", "-", "UTF-8 lines to translate; - is stdin.")
 flags.DEFINE_string("output_file", None, "Written whole or not at all; default: stdout.")
 flags.DEFINE_integer("batch_size", 32, "Lines per request.", lower_bound=1)

@@ -15,6 +15,7 @@ from t2t_lite.problems.base import (
     Problem,
     describe_options,
     get_problem,
+    options_by_problem,
     read_metadata,
     register_problem,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "describe_options",
     "get_problem",
     "import_usr_dir",
+    "options_by_problem",
     "read_metadata",
     "register_problem",
 ]

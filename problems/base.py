@@ -386,6 +386,20 @@ def describe_options() -> dict[str, str]:
     }
 
 
+def options_by_problem() -> list[tuple[list[str], list[tuple[str, Any, str]]]]:
+    """The registered problems' options for t2t-datagen's --help: (problem names, [(option,
+    default, help text)]), problems with the same options and texts together."""
+    groups: dict[tuple, list[str]] = {}
+    for name in sorted(PROBLEMS):
+        cls = PROBLEMS.get(name)
+        options = tuple(
+            (option, default, _option_help(cls, option))
+            for option, default in sorted(cls.default_options.items())
+        )
+        groups.setdefault(options, []).append(name)
+    return [(names, list(options)) for options, names in groups.items()]
+
+
 def get_problem(name: str) -> Problem:
     """An instance of the registered problem `name` (KeyError with close names otherwise)."""
     return PROBLEMS.get(name)()

@@ -95,6 +95,8 @@ def wheel(tmp_path_factory) -> Path:
         timeout=300,
     )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    # No setuptools warning about the page's folder (a data-only package it must be told of).
+    assert "Package would be ignored" not in built.stdout + built.stderr, built.stderr[-3000:]
     (path,) = (source / "tmp").glob("t2t_lite-0.1.0-*.whl")
     return path
 

@@ -79,6 +79,27 @@ def test_help_answers_without_loading_tensorflow():
         assert seconds < 0.4 * tf_seconds, (name, seconds, tf_seconds)
 
 
+def test_help_marks_required_flags_and_shows_values_as_typed():
+    datagen = subprocess.run(
+        [os.path.join(BIN, "t2t-datagen"), "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
+    assert "flags of t2t-datagen" in datagen and BIN not in datagen  # the name, not the path
+    assert "  --problem: (required) Registered problem name." in datagen
+    for leak in ("(default: '", "(a comma separated list)", ".;", "(default: None)"):
+        assert leak not in datagen, leak
+    # Each problem's options under its own name, with its own text and default.
+    section = datagen.split("options by problem")[1]
+    copy = section.split("  algorithmic_copy, algorithmic_reverse:\n")[1].split("\n  p")[0]
+    assert "--train_size: Examples in the train split. (default: 10000)" in copy
+    wmt = section.split("  wmt14_ende, wmt14_enfr:\n")[1]
+    assert wmt.lstrip().startswith("--raw_dir: Folder of local files")
+    decode = subprocess.run(
+        [os.path.join(BIN, "t2t-decode"), "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
+    assert "--quantize: int8: decode with int8 weights" in decode  # no "<none|int8>: " prefix
+    assert "One of: none, int8." in decode and "(default: none)" in decode
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """An algorithmic_copy data_dir (vocabulary and metadata.json) and a run with a random model."""
