@@ -39,8 +39,9 @@ flags.adopt_module_key_flags(search_flags)
 
 
 def main() -> None:
-    for module in ("fastapi", "uvicorn"):  # before the run is restored: a quick, clear error
-        import_extra(module, module, "serve", "t2t-serve")
+    for module, package in (("fastapi", "fastapi"), ("fastapi_offline", "fastapi-offline"),
+                            ("uvicorn", "uvicorn")):  # fmt: skip
+        import_extra(module, package, "serve", "t2t-serve")  # before the run is restored
     from t2t_lite.serve.web import server  # after flag parsing: --help stays fast
 
     sock = server.listen(FLAGS.host, FLAGS.port)  # a port in use fails before the model loads

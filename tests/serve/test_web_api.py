@@ -4,6 +4,7 @@ t2t-visualize's data, and every kind of bad input gets a 4xx answer naming the f
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -80,6 +81,25 @@ def test_translations_equal_t2t_decode(output_dir, client, tmp_path, search):
         got = [(h["text"], h["score"]) for h in result["hypotheses"]]
         assert [text for text, _ in got] == [text for text, _ in want]
         np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=2e-6)
+
+
+def test_sampling_equals_t2t_decode_sampling(output_dir, client, tmp_path):
+    lines = serve_helpers.sentences(6, seed=8)
+    sampling = "temperature:1.5,top_k:20,seed:7"
+    config = DecodeConfig(output_dir, nbest=1, sampling=sampling)
+    with open(tmp_path / "in.txt", "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+    config = dataclasses.replace(
+        config, decode_from_file=str(tmp_path / "in.txt"), decode_to_file=str(tmp_path / "out")
+    )
+    run_decode(config)
+    expected = (tmp_path / "out").read_text(encoding="utf-8").splitlines()
+    answer = client.post("/api/translate", json={"sentences": lines, "sampling": sampling})
+    assert answer.status_code == 200, answer.text
+    assert [r["hypotheses"][0]["text"] for r in answer.json()["results"]] == expected
+    assert answer.json()["settings"]["sampling"] and answer.json()["settings"]["seed"] == 7
+    beam = client.post("/api/translate", json={"sentences": lines}).json()["results"]
+    assert [r["hypotheses"][0]["text"] for r in beam] != expected  # temperature 1.5 differs
 
 
 def test_int8_backend_serves_what_t2t_decode_quantize_writes(output_dir, tmp_path):
@@ -163,7 +183,11 @@ def test_info_page_and_docs(output_dir, client, backend):
         assert client.get(f"/static/{asset}").status_code == 200, asset
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/info", "/api/translate", "/api/attention", "/api/evalb"} <= set(paths)
-    assert client.get("/docs").status_code == 200
+    # The API pages load their scripts from the server itself (fastapi-offline), not a CDN.
+    for page, script in (("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")):
+        html = client.get(page).text
+        assert "cdn" not in html and f'src="/static-offline-docs/{script}"' in html, html
+        assert client.get(f"/static-offline-docs/{script}").status_code == 200
 
 
 OK = {"sentences": ["we saw"]}
@@ -192,6 +216,10 @@ BAD_REQUESTS = [
     ("/api/translate", b'{"sentences": ["a"], "alpha": Infinity}', 422, "alpha"),
     ("/api/translate", {**OK, "nbest": 0}, 422, "nbest"),
     ("/api/translate", {**OK, "beam_size": 2, "nbest": 3}, 422, "nbest"),
+    ("/api/translate", {**OK, "sampling": "temperature:hot"}, 422, "sampling"),
+    ("/api/translate", {**OK, "sampling": "top_k:-1"}, 422, "sampling"),
+    ("/api/translate", {**OK, "sampling": "", "nbest": 2}, 422, "sampling"),
+    ("/api/translate", {**OK, "sampling": 1}, 422, "sampling"),
     ("/api/attention", {"sentence": "   "}, 422, "sentence"),
     ("/api/attention", {"sentence": "a" * 121}, 413, "sentence"),
     ("/api/attention", {"sentence": "we", "nbest": -1}, 422, "nbest"),

@@ -85,3 +85,43 @@ def test_parse_tree_and_gold_tree_score(chromium, tmp_path):
     assert score.startswith("F1 ") and "precision" in score
     assert error.startswith("gold is not one bracketed tree")
     assert form_error == "beam_size must be in [1, 21], got 0" and outlined == 1
+
+
+def test_scores_scale_sampling_and_offline_api_pages(chromium, tmp_path):
+    output_dir = serve_helpers.text_run(tmp_path)
+    sampling = "temperature:1.5,seed:3"
+    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
+        with screenshot_serve.browser_page(chromium) as page:
+            outside = []  # scripts, styles and data from elsewhere: none (no CDN); ReDoc's
+            local = (url, "blob:", "data:")  # "powered by" logo is an image and may fail
+            kinds = ("document", "script", "stylesheet", "fetch", "xhr", "font")
+            page.on(
+                "request",
+                lambda r: (
+                    r.url.startswith(local) or r.resource_type not in kinds or outside.append(r.url)
+                ),
+            )
+            page.goto(url)
+            page.wait_for_selector("#translate:enabled")
+            page.fill("#sentences", SENTENCE)
+            page.click("#translate")
+            page.wait_for_selector(".result .best .score")
+            score = page.locator(".result .best .score").inner_text()
+            page.wait_for_selector("#cross-heatmap svg .scale")
+            scale = page.locator("#cross-heatmap svg .scale text").all_text_contents()
+            page.check("#sample")
+            page.fill("#sampling", sampling)
+            page.click("#translate")
+            page.wait_for_selector(".result .best .score:has-text('log p')")
+            sampled = page.locator(".result .best .hyp-text").inner_text()
+            page.goto(f"{url}docs")  # url ends with "/"
+            page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)
+            operations = page.locator(".swagger-ui .opblock-summary-path").all_text_contents()
+            page.goto(f"{url}redoc")
+            page.wait_for_selector("redoc [role=menuitem], .menu-content", timeout=30_000)
+    assert score.startswith("score ") and float(score.split()[1]) < 0
+    assert scale == ["0", "0.5", "1", "attention weight"]
+    expected = Translator.from_run(output_dir, sampling=True, temperature=1.5, seed=3)
+    assert sampled == expected.translate([SENTENCE])[0]
+    assert "/api/translate" in "".join(operations)
+    assert outside == [], outside

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.hparams.search_settings import parse_sampling
 from t2t_lite.serve.web.backend import Capabilities
 
 MAX_ALPHA = 10.0  # the length penalty lp = ((5 + |y|) / 6) ** alpha; the paper uses 0.6
@@ -72,6 +73,13 @@ class SearchFields(_Request):
     )
     nbest: int | None = Field(
         None, strict=True, description="Hypotheses per sentence, at most beam_size; default 1."
+    )
+    sampling: str | None = Field(
+        None,
+        strict=True,
+        description="Sample one hypothesis instead of beam search, as t2t-decode's --sampling: "
+        "comma-separated name:value of temperature, top_k, top_p and seed, e.g. "
+        "'temperature:0.8,top_k:40,seed:1'; '' samples with temperature 1. A run only.",
     )
 
 
@@ -184,7 +192,25 @@ def resolve_settings(
         raise ApiError(
             422, "nbest", f"nbest must be in [1, {top}] (at most beam_size), got {nbest}"
         )
-    return defaults.override(beam_size=beam, alpha=alpha, nbest=nbest)
+    if fields.sampling is None:
+        return defaults.override(beam_size=beam, alpha=alpha, nbest=nbest)
+    if capabilities.search_fixed:
+        raise ApiError(
+            422,
+            "sampling",
+            "sampling: this SavedModel's search is fixed at export; call its sample signature "
+            "(TF Serving's API, /v1/models/NAME:predict) to sample",
+        )
+    try:
+        drawn = parse_sampling(fields.sampling)
+        settings = defaults.override(beam_size=beam, alpha=alpha, nbest=nbest, **drawn)
+        settings.check()
+        return settings
+    except ValueError as error:
+        message = str(error).removeprefix("--")  # the flag's wording, for a field
+        if not message.startswith("sampling"):
+            message = f"sampling: {message}"
+        raise ApiError(422, "sampling", message) from None
 
 
 def check_text(text: str, field: str, limit: int, flag: str = "--max_characters") -> str:

@@ -5,7 +5,9 @@
   POST /api/translate    sentences --> translations with scores, n-best, trees (parsing runs)
   POST /api/attention    one sentence --> its best translation's attention maps
   POST /api/evalb        a gold tree and a test tree --> EVALB's F1 for the sentence
-  GET  /docs, /openapi.json   FastAPI's description of the API
+  GET  /docs, /redoc     the API described (Swagger UI, ReDoc; scripts served locally)
+  GET  /openapi.json     the API's OpenAPI description
+  /v1/models/NAME...     an export only: TF Serving's REST API (tf_serving.py)
 
 Inference runs in worker threads (`asyncio.to_thread`), so the server keeps answering while a
 search runs; at most `Limits.max_concurrent` searches run at once and a request beyond that gets
@@ -25,6 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from t2t_lite.data.trees import TreeParseError, parse_tree
 from t2t_lite.serve.web import api, tf_serving
@@ -100,7 +103,9 @@ def _add_error_handlers(app: FastAPI, limits: api.Limits) -> None:
 def create_app(backend: Backend, limits: api.Limits | None = None) -> FastAPI:
     """The FastAPI application serving `backend` within `limits` (default `api.Limits()`)."""
     limits = limits or api.Limits()
-    app = FastAPI(
+    # FastAPI's /docs (Swagger UI) and /redoc with their scripts served from the package
+    # (fastapi-offline) instead of a CDN, so the API page works offline.
+    app = FastAPIOffline(
         title="t2t-serve",
         summary="Translate with a t2t_lite model and look at its attention.",
         version="1",

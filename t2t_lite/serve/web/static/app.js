@@ -80,6 +80,7 @@ async function loadInfo() {
   $("alpha").value = defaults.alpha;
   $("nbest").value = Math.min(defaults.beam_size, capabilities.max_nbest || defaults.beam_size, 4);
   $("beam_size").disabled = $("alpha").disabled = capabilities.search_fixed;
+  $("sample").disabled = $("sampling").disabled = capabilities.search_fixed;
   $("fixed-note").hidden = !capabilities.search_fixed;
   showFacts(facts);
   $("translate").disabled = false;
@@ -91,7 +92,12 @@ function numberOrNull(id) {
 }
 
 function currentSettings() {
-  return { beam_size: numberOrNull("beam_size"), alpha: numberOrNull("alpha"), nbest: numberOrNull("nbest") };
+  const settings = { beam_size: numberOrNull("beam_size"), alpha: numberOrNull("alpha"), nbest: numberOrNull("nbest") };
+  if ($("sample").checked) {
+    settings.sampling = $("sampling").value.trim();  // "" samples at temperature 1
+    settings.nbest = 1;  // one sample a sentence
+  }
+  return settings;
 }
 
 async function translate(event) {
@@ -115,9 +121,14 @@ async function translate(event) {
   }
 }
 
+// A hypothesis and its score, labelled: a beam's score is log p / lp(length), what it ranks by;
+// a sample's is its log-probability.
 function hypothesisLine(hypothesis) {
   const line = element("span");
-  line.append(element("span", "hyp-text", hypothesis.text), element("span", "score", hypothesis.score.toFixed(4)));
+  const sampled = state.settings && state.settings.sampling !== undefined;
+  const score = element("span", "score", `${sampled ? "log p" : "score"} ${hypothesis.score.toFixed(4)}`);
+  score.title = sampled ? "the sample's log-probability" : "log p / lp(length), what the beam ranks by";
+  line.append(element("span", "hyp-text", hypothesis.text), score);
   return line;
 }
 

@@ -29,8 +29,9 @@ export function heatmap(container, matrix, rowLabels, columnLabels, options = {}
   const cell = Math.max(10, Math.min(26, Math.floor(640 / Math.max(1, columnLabels.length))));
   const left = textWidth(rowLabels);
   const top = textWidth(columnLabels);
-  const width = left + cell * columnLabels.length + 4;
-  const height = top + cell * rowLabels.length + 4;
+  const width = Math.max(left + cell * columnLabels.length + 4, left + SCALE_WIDTH + 40);
+  const mapBottom = top + cell * rowLabels.length + 4;
+  const height = mapBottom + 34;  // the colour scale below the map
   const svg = svgElement("svg", { width, height, viewBox: `0 0 ${width} ${height}` });
   const click = (row) => () => options.onRowClick && options.onRowClick(row);
   columnLabels.forEach((label, j) => {
@@ -66,7 +67,27 @@ export function heatmap(container, matrix, rowLabels, columnLabels, options = {}
       height: cell + 2,
     }));
   }
+  colourScale(svg, left, mapBottom + 6);
   container.append(svg);
+}
+
+const SCALE_WIDTH = 160;
+
+// The legend of weightColor: a bar from 0 to 1, labelled at 0, 0.5 and 1.
+function colourScale(svg, x, y) {
+  const steps = 20;
+  const group = svgElement("g", { class: "scale" });
+  for (let k = 0; k < steps; k++) {
+    group.append(svgElement("rect", {
+      x: x + (k * SCALE_WIDTH) / steps, y, width: SCALE_WIDTH / steps + 0.5, height: 10,
+      fill: weightColor((k + 0.5) / steps),
+    }));
+  }
+  for (const value of [0, 0.5, 1]) {
+    group.append(svgElement("text", { x: x + value * SCALE_WIDTH, y: y + 22, "text-anchor": "middle" }, String(value)));
+  }
+  group.append(svgElement("text", { x: x + SCALE_WIDTH + 8, y: y + 9 }, "attention weight"));
+  svg.append(group);
 }
 
 // Places a tree {label, children | word}: leaves left to right, a phrase centred over its
