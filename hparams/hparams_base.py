@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from typing import Any
 
 NORM_POSITIONS = ("post", "pre")
@@ -131,12 +132,29 @@ class HParams:
                 "hparams budget_short_steps and budget_long_steps must satisfy 0 < short < long, "
                 f"got {self.budget_short_steps} and {self.budget_long_steps}"
             )
+        self._check_bounds()
         if self.dropout_passes < 0:
             raise ValueError(f"hparam dropout_passes must be >= 0, got {self.dropout_passes}")
         if not (self.d_k or self.d_v) and self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "
                 "set d_k and d_v explicitly"
+            )
+
+    def _check_bounds(self) -> None:
+        """Every number finite, and the sizes within `LIMITS`: a run folder from elsewhere is
+        input, and its hparams.json must not make a command build a model no machine holds."""
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"hparam {field.name} must be a finite number, got {value}")
+            if field.name in LIMITS and value > LIMITS[field.name]:
+                raise ValueError(
+                    f"hparam {field.name}={value} is above the limit of {LIMITS[field.name]:,}"
+                )
+        if self.layer_norm_epsilon <= 0:
+            raise ValueError(
+                f"hparam layer_norm_epsilon must be > 0, got {self.layer_norm_epsilon}"
             )
 
     @property
@@ -208,6 +226,24 @@ def _check_known(key: str, known: dict[str, dataclasses.Field]) -> None:
         close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ValueError(f"unknown hparam {key!r}{hint} Valid keys: {', '.join(sorted(known))}")
+
+
+# Upper bounds of the sizes, far above any model of the paper (Table 3's largest: 6 layers,
+# d_model 1024, d_ff 4096, 16 heads) and of a CPU or one GPU: what a crafted hparams.json may
+# not ask for.
+LIMITS = {
+    "num_encoder_layers": 256,
+    "num_decoder_layers": 256,
+    "d_model": 65_536,
+    "d_ff": 262_144,
+    "num_heads": 1_024,
+    "d_k": 65_536,
+    "d_v": 65_536,
+    "max_positions": 1_048_576,
+    "max_length": 1_048_576,
+    "batch_size": 16_777_216,
+    "accum_steps": 65_536,
+}
 
 
 def _type_of(field: dataclasses.Field) -> type:

@@ -330,8 +330,35 @@ def read_metadata(data_dir: str) -> dict:
             f"{path} not found: datagen has not finished in {data_dir}; "
             "run t2t-datagen --problem=... --data_dir=... (rerunning completes an interrupted run)"
         )
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            metadata = json.load(f)
+        for split, entry in metadata["splits"].items():
+            for name in entry["shards"]:
+                _check_shard_name(name, f"splits.{split}.shards")
+    except (ValueError, KeyError, TypeError, AttributeError) as error:  # a damaged or crafted file
+        reason = f"no field {error}" if isinstance(error, KeyError) else str(error)
+        raise ValueError(
+            f"{path}: not a metadata.json of t2t-datagen ({reason}); rerun t2t-datagen into a "
+            "new --data_dir"
+        ) from None
+    return metadata
+
+
+def _check_shard_name(name: Any, field: str) -> None:
+    """A shard is a file name inside the data_dir: no folder, no '..', no absolute path (a
+    data_dir from elsewhere is input; its metadata must not point training outside it)."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or name != os.path.basename(name)
+        or name
+        in (
+            ".",
+            "..",
+        )
+    ):
+        raise ValueError(f"{field}: {name!r} is not a file name inside the data_dir")
 
 
 # --- registry ----------------------------------------------------------------------------------

@@ -73,7 +73,9 @@ def restore_models(
         run_dir, path = member_location(output_dir, entry)
         model, info, path = restore_model(run_dir, path)
         own = info.data_dir if os.path.isdir(info.data_dir) else data_dir or info.data_dir
-        vocabularies.append((run_dir, info, get_problem(info.problem).tokenizer(own).path))
+        vocabulary = get_problem(info.problem).tokenizer(own).path
+        info.check_vocabulary(vocabulary, run_dir)
+        vocabularies.append((run_dir, info, vocabulary))
         restored.append((model, info, path))
     check_same_vocabulary(vocabularies)
     models = ensemble.Ensemble([model for model, _, _ in restored], weights)
@@ -167,6 +169,7 @@ class Run:
         data_dir = data_dir or info.data_dir
         problem.check_data_dir(data_dir, wanted_by=f"the problem of the run in {output_dir}")
         tokenizer = problem.tokenizer(data_dir)
+        info.check_vocabulary(tokenizer.path, output_dir)
         if tokenizer.vocab_size != info.vocab_size:
             raise ValueError(
                 f"the vocabulary in {data_dir} has {tokenizer.vocab_size} ids but the model in "

@@ -12,6 +12,9 @@ from t2t_lite.hparams import HParams
 from t2t_lite.run.layout import RUN_INFO_FILE
 from t2t_lite.runtime import atomic_io
 
+# Ids of the largest vocabulary a run may record (SentencePiece models stop far below).
+MAX_VOCAB_SIZE = 16_777_216
+
 
 @dataclasses.dataclass(frozen=True)
 class RunInfo:
@@ -28,6 +31,23 @@ class RunInfo:
     # Commands do not import it from here (a run folder may come from anyone): they name it
     # when the problem is unknown, so the user passes --usr_dir knowingly.
     usr_dir: str = ""
+    # SHA-256 of the vocabulary file the run trained with ("": a run written before it was
+    # recorded, not checked); decode, export, serve and a resume refuse another vocabulary.
+    vocab_sha256: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "output_vocab_size"):
+            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be an integer, got {getattr(self, name)!r}")
+        if not 1 <= self.vocab_size <= MAX_VOCAB_SIZE:
+            raise ValueError(
+                f"vocab_size must be in [1, {MAX_VOCAB_SIZE:,}], got {self.vocab_size}"
+            )
+        if not 0 <= self.output_vocab_size <= self.vocab_size:
+            raise ValueError(
+                f"output_vocab_size must be in [0, vocab_size={self.vocab_size}], got "
+                f"{self.output_vocab_size}"
+            )
 
     def to_dict(self) -> dict:
         values = dataclasses.asdict(self)
@@ -54,6 +74,20 @@ class RunInfo:
             return cls(**values)
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{path} is not a valid run description: {e}") from None
+
+    def check_vocabulary(self, vocab_file: str, output_dir: str) -> None:
+        """Raises ValueError naming both hashes and the file when `vocab_file` is not the
+        vocabulary the run in `output_dir` trained with."""
+        if not self.vocab_sha256:
+            return
+        found = atomic_io.file_sha256(vocab_file)
+        if found != self.vocab_sha256:
+            raise ValueError(
+                f"{vocab_file} (sha256 {found[:16]}) is not the vocabulary the run in "
+                f"{output_dir} trained with (sha256 {self.vocab_sha256[:16]} in its "
+                f"{RUN_INFO_FILE}): its data_dir was regenerated or replaced; pass the "
+                "--data_dir the run trained on"
+            )
 
     def diff(self, other: RunInfo) -> list[str]:
         """Human-readable differences, e.g. ["hparams.d_model: 512 != 256"]."""

@@ -28,6 +28,7 @@ from t2t_lite.run.checkpoints import CheckpointError as CheckpointError
 from t2t_lite.run.layout import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE, SUMMARIES_DIR
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime import distribute
+from t2t_lite.runtime.atomic_io import file_sha256
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
 from t2t_lite.runtime.distribute import create_strategy as create_strategy
 from t2t_lite.runtime.precision import AUTO, resolve_precision
@@ -93,6 +94,16 @@ def _check_run_info(info: RunInfo, output_dir: str) -> None:
     if os.path.exists(os.path.join(output_dir, RUN_INFO_FILE)):
         previous = RunInfo.load(output_dir)
         differences = previous.diff(info)
+        if previous.vocab_sha256 != info.vocab_sha256:  # a vocabulary swapped under the run
+            differences = [d for d in differences if not d.startswith("vocab_sha256")]
+            if previous.vocab_sha256:  # ("": a run from before the hash was recorded)
+                raise ConflictingRunError(
+                    f"{info.data_dir}: its vocabulary (sha256 {info.vocab_sha256[:16]}) is not "
+                    f"the one the run in {output_dir} trained with (sha256 "
+                    f"{previous.vocab_sha256[:16]} in {RUN_INFO_FILE}): the data_dir was "
+                    "regenerated or replaced; resume with the data it trained on, or start a "
+                    "new --output_dir"
+                )
         if differences:
             raise ConflictingRunError(
                 f"{output_dir}/hparams.json (saved != requested) differs from this run's flags: "
@@ -217,15 +228,17 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
 
 
 def _run_info(problem, config: TrainConfig, hparams: HParams, hparams_set: str) -> RunInfo:
-    """What the run writes to run.json: the data path from training to serving."""
+    """What the run writes to hparams.json: the data path from training to serving."""
+    vocab = problem.tokenizer(config.data_dir)
     return RunInfo(
         problem=problem.name,
         data_dir=config.data_dir,
         hparams_set=hparams_set,
         hparams=hparams,
-        vocab_size=problem.tokenizer(config.data_dir).vocab_size,
+        vocab_size=vocab.vocab_size,
         output_vocab_size=problem.output_size(config.data_dir),
         usr_dir=os.path.abspath(config.usr_dir) if config.usr_dir else "",
+        vocab_sha256=file_sha256(vocab.path),
     )
 
 

@@ -1,0 +1,98 @@
+"""A run folder or data_dir from someone else is input: a crafted hparams.json cannot make a
+command build a model no machine holds or compute with NaN, and a crafted metadata.json cannot
+point training outside its data_dir; each is refused in one line naming the file and field."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from decoding_helpers import write_tiny_run
+
+from t2t_lite.problems import get_problem, read_metadata
+from t2t_lite.run.run_info import RunInfo
+
+BIN = os.path.dirname(sys.executable)
+
+
+def _edit_hparams(output_dir, **changes) -> str:
+    path = output_dir / "hparams.json"
+    values = json.loads(path.read_text())
+    values["hparams"].update(changes)
+    path.write_text(json.dumps(values))  # json writes NaN for float("nan"), as a crafted file may
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"num_encoder_layers": 1_000_000}, "hparam num_encoder_layers=1000000 is above the limit"),
+        ({"d_model": 10**12}, "hparam d_model=1000000000000 is above the limit"),
+        ({"d_model": 1e12}, "hparam d_model expects int in json"),
+        ({"layer_norm_epsilon": float("nan")}, "hparam layer_norm_epsilon must be a finite number"),
+        ({"layer_norm_epsilon": 0.0}, "hparam layer_norm_epsilon must be > 0"),
+        ({"learning_rate": float("inf")}, "hparam learning_rate must be a finite number"),
+    ],
+)  # fmt: skip
+def test_a_crafted_hparams_json_is_refused_naming_file_and_field(tmp_path, changes, message):
+    output_dir, _, _ = write_tiny_run(tmp_path)
+    path = _edit_hparams(output_dir, **changes)
+    with pytest.raises(ValueError) as refused:
+        RunInfo.load(str(output_dir))
+    assert str(refused.value).startswith(f"{path} is not a valid run description: ")
+    assert message in str(refused.value)
+
+
+def test_t2t_decode_refuses_it_in_one_line(tmp_path):
+    output_dir, _, _ = write_tiny_run(tmp_path)
+    path = _edit_hparams(output_dir, num_encoder_layers=1_000_000)
+    done = subprocess.run(
+        [os.path.join(BIN, "t2t-decode"), f"--output_dir={output_dir}"],
+        input="1 2\n", capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert lines[-1].startswith(f"t2t-decode: error: {path} is not a valid run description")
+
+
+@pytest.mark.parametrize("vocab_size", [0, 10**9, True])
+def test_a_crafted_vocabulary_size_is_refused(tmp_path, vocab_size):
+    output_dir, _, _ = write_tiny_run(tmp_path)
+    path = output_dir / "hparams.json"
+    values = json.loads(path.read_text())
+    values["vocab_size"] = vocab_size
+    path.write_text(json.dumps(values))
+    with pytest.raises(ValueError, match=r"hparams.json is not a valid run description: vocab"):
+        RunInfo.load(str(output_dir))
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    get_problem("algorithmic_copy").generate_data(
+        str(tmp_path / "data"), max_sequence_length=4, train_size=20, dev_size=5, test_size=5
+    )
+    return tmp_path / "data"
+
+
+@pytest.mark.parametrize(
+    "shard", ["../../../../../etc/passwd", "/etc/passwd", "sub/train-0.tfrecord", "..", ""]
+)
+def test_metadata_cannot_point_outside_the_data_dir(data_dir, shard):
+    path = data_dir / "metadata.json"
+    metadata = json.loads(path.read_text())
+    metadata["splits"]["train"]["shards"] = [shard]
+    path.write_text(json.dumps(metadata))
+    with pytest.raises(ValueError) as refused:
+        get_problem("algorithmic_copy").split_files(str(data_dir), "train")
+    assert str(refused.value).startswith(f"{path}: not a metadata.json of t2t-datagen")
+    assert "splits.train.shards" in str(refused.value)
+
+
+@pytest.mark.parametrize("text", ["", "{garbage", "[]", '{"splits": 3}'])
+def test_a_garbage_metadata_json_names_the_file(data_dir, text):
+    (data_dir / "metadata.json").write_text(text)
+    with pytest.raises(ValueError, match=r"metadata.json: not a metadata.json of t2t-datagen"):
+        read_metadata(str(data_dir))
