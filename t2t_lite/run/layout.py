@@ -17,6 +17,7 @@ output_dir, named once here.
       peak_rate.json         the budget run's learning-rate decision (train/budget.py)
       dropout.json           the late-dropout decision (train/late_dropout.py)
       summaries/             TensorBoard event files of the training and dev metrics
+      train.lock             held by the t2t-train writing the run, with its PID (lock.py)
 
 A checkpoint folder (checkpoints/, best/, averaged/, final/) holds `ckpt-<step>.index` and
 `.data-*` files and TensorFlow's `checkpoint` state file; a save in progress writes
@@ -38,6 +39,7 @@ BUDGET_FILE = "budget.json"
 RATE_FILE = "peak_rate.json"
 DROPOUT_FILE = "dropout.json"
 SUMMARIES_DIR = "summaries"
+LOCK_FILE = "train.lock"
 # In every checkpoint folder: TensorFlow's state file, listing the folder's checkpoints.
 STATE_FILE = "checkpoint"
 

@@ -9,6 +9,7 @@ function of the seed, and a resumed run skips the batches the restored steps con
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -26,6 +27,7 @@ from t2t_lite.run.checkpoints import BestKeeper, CheckpointKeeper
 # What t2t-train needs of the run's infrastructure, re-exported for it.
 from t2t_lite.run.checkpoints import CheckpointError as CheckpointError
 from t2t_lite.run.layout import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE, SUMMARIES_DIR
+from t2t_lite.run.lock import run_lock
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime import distribute
 from t2t_lite.runtime.atomic_io import file_sha256
@@ -184,8 +186,15 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
     if hparams.precision == AUTO:  # hparams.json records what the run computes in
         hparams = hparams.replace(precision=resolve_precision(hparams.precision))
         logging.info("precision=auto: %s on this hardware", hparams.precision)
-    info = _run_info(problem, config, hparams, hparams_set)
     chief = distribute.is_chief(strategy)
+    # One writer per output_dir: the chief holds its lock until training ends.
+    with run_lock(config.output_dir) if chief else contextlib.nullcontext():
+        return _train_locked(problem, config, hparams, hparams_set, strategy, chief)
+
+
+def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dict:
+    """`train` once the output_dir is this process's to write."""
+    info = _run_info(problem, config, hparams, hparams_set)
     earlier_run = os.path.exists(os.path.join(config.output_dir, RUN_INFO_FILE))
     if chief:
         _check_run_info(info, config.output_dir)
