@@ -38,8 +38,18 @@ flags.DEFINE_integer("batch_size", 32, "Lines per request.", lower_bound=1)
 flags.DEFINE_enum(
     "request_format", "instances", query.REQUEST_FORMATS, "REST: row (instances) or column."
 )
-flags.DEFINE_float("timeout", 60.0, "Seconds to wait for each answer (gRPC: the deadline).")
-flags.DEFINE_integer("retries", 3, "gRPC: retries of an UNAVAILABLE call, waits doubling.")
+flags.DEFINE_float(
+    "timeout", 60.0, "Seconds each request may take in all, connection and answer (a deadline)."
+)
+flags.DEFINE_integer(
+    "retries",
+    3,
+    "Retries of a server not answering yet (REST: 503 or no connection; gRPC: UNAVAILABLE), "
+    "waiting 0.5 s, then twice as long each time.",
+)
+flags.DEFINE_integer(
+    "max_answer_bytes", query.MAX_ANSWER_BYTES, "REST: a larger answer is refused.", lower_bound=1
+)
 
 
 def main() -> None:
@@ -52,6 +62,7 @@ def main() -> None:
         FLAGS.request_format,
         FLAGS.timeout,
         FLAGS.retries,
+        FLAGS.max_answer_bytes,
     )
     query.query_file(FLAGS.input_file, predict, FLAGS.output_file, FLAGS.batch_size)
 

@@ -21,9 +21,7 @@ import http.client
 import json
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, TextIO
 
@@ -33,6 +31,8 @@ from t2t_lite.runtime import atomic_io
 DEFAULT_SERVER = "http://localhost:8501"
 REQUEST_FORMATS = ("instances", "inputs")
 PROGRESS_SECONDS = 10.0
+MAX_ANSWER_BYTES = 64 * 2**20  # --max_answer_bytes: a batch of 32 lines needs far less
+MAX_BACKOFF = 8.0  # seconds between retries, at most
 
 
 # A batch of input texts --> one outputs dict per text ({"outputs": str or [str], "scores": ...}).
@@ -71,23 +71,58 @@ def request_body(
     return body
 
 
-def post_json(url: str, body: dict[str, Any], timeout: float = 60.0) -> dict[str, Any]:
-    """POSTs `body` as JSON and returns the decoded answer; ServingError names the URL and the
-    server's own error message."""
+def post_json(
+    url: str,
+    body: dict[str, Any],
+    timeout: float = 60.0,
+    retries: int = 0,
+    max_bytes: int = MAX_ANSWER_BYTES,
+    backoff: float = 0.5,
+) -> dict[str, Any]:
+    """POSTs `body` as JSON and returns the decoded answer. `timeout` bounds each attempt
+    whole, connection and body; an answer over `max_bytes` is refused; a 503 (TF Serving while
+    a model loads) or a refused or dropped connection is retried `retries` times, waiting
+    `backoff` seconds, doubled each time up to MAX_BACKOFF. Every failure is one ServingError
+    naming the URL (and the server's own message)."""
+    if timeout <= 0 or retries < 0 or max_bytes < 1:
+        raise ValueError(
+            f"need --timeout > 0, --retries >= 0 and --max_answer_bytes >= 1, got {timeout}, "
+            f"{retries} and {max_bytes}"
+        )
     data = json.dumps(body).encode("utf-8")
-    request = urllib.request.Request(
-        url, data=data, headers={"Content-Type": "application/json"}, method="POST"
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            text = response.read().decode("utf-8", errors="replace")
-    except urllib.error.HTTPError as error:
-        detail = error.read().decode("utf-8", errors="replace")
+    wait = backoff
+    for attempt in range(retries + 1):
         try:
-            detail = json.loads(detail).get("error", detail)
-        except (ValueError, AttributeError):
-            pass
-        raise ServingError(f"{url}: HTTP {error.code}: {detail}") from None
+            return _post_once(url, data, timeout, max_bytes)
+        except _Retryable as error:
+            if attempt == retries:
+                tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
+                raise ServingError(f"{error} ({tries})") from None
+        time.sleep(wait)
+        wait = min(2 * wait, MAX_BACKOFF)
+    raise AssertionError("unreachable")
+
+
+class _Retryable(ServingError):
+    """A failure worth another attempt: 503, or a connection refused or dropped."""
+
+
+def _post_once(url: str, data: bytes, timeout: float, max_bytes: int) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ServingError(f"{url}: not an http:// or https:// URL")
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = kind(parts.hostname, parts.port, timeout=timeout)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    try:
+        connection.request("POST", path, data, {"Content-Type": "application/json"})
+        sock = connection.sock  # the connection lets go of it once the answer is complete
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        response = connection.getresponse()
+        raw = _read_body(sock, response, deadline, max_bytes, url, timeout)
+    except TimeoutError:
+        raise ServingError(f"{url}: no answer within --timeout={timeout:g} s") from None
     except http.client.IncompleteRead as error:
         raise ServingError(
             f"{url}: the answer was cut short ({len(error.partial)} bytes read, "
@@ -95,13 +130,58 @@ def post_json(url: str, body: dict[str, Any], timeout: float = 60.0) -> dict[str
         ) from None
     except http.client.HTTPException as error:  # a malformed status line or headers
         raise ServingError(f"{url}: broken HTTP answer ({type(error).__name__}: {error})") from None
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise ServingError(f"cannot reach {url}: {reason}") from None
+    except (ConnectionError, OSError) as error:  # refused, reset, unknown host
+        if isinstance(error, ServingError):
+            raise
+        reason = getattr(error, "strerror", None) or error
+        raise _Retryable(f"cannot reach {url}: {reason}") from None
+    finally:
+        connection.close()
+    text = raw.decode("utf-8", errors="replace")
+    answer = _json(text, url)
+    if response.status >= 400:
+        detail = answer.get("error", text) if isinstance(answer, dict) else text
+        detail = " ".join(str(detail).split())[:500]  # one line
+        error = _Retryable if response.status == 503 else ServingError
+        raise error(f"{url}: HTTP {response.status}: {detail}")
+    if answer is None:
+        raise ServingError(f"{url}: the answer is not JSON: {text[:200]!r}")
+    return answer
+
+
+def _read_body(sock, response, deadline, max_bytes, url, timeout) -> bytes:
+    """The answer's body, read in pieces so that the deadline holds however slowly it comes."""
+    length = response.getheader("Content-Length")
+    if length and length.isdigit() and int(length) > max_bytes:
+        raise ServingError(f"{url}: an answer of {int(length):,} bytes, over --max_answer_bytes")
+    chunks, size = [], 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ServingError(
+                f"{url}: no answer within --timeout={timeout:g} s ({size:,} bytes read)"
+            )
+        sock.settimeout(left)
+        chunk = response.read1(65536)
+        if not chunk:
+            if length and length.isdigit() and size < int(length):
+                raise http.client.IncompleteRead(b"".join(chunks), int(length) - size)
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > max_bytes:
+            raise ServingError(f"{url}: the answer is over --max_answer_bytes={max_bytes:,}")
+        chunks.append(chunk)
+
+
+def _json(text: str, url: str) -> Any:
+    """The answer decoded, or None when it is not JSON; a ServingError when it nests too deep
+    to read."""
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ServingError(f"{url}: the answer is JSON nested too deeply to read") from None
     except ValueError:
-        raise ServingError(f"{url}: the answer is not JSON: {text[:200]!r}") from None
+        return None
 
 
 def response_rows(response: dict[str, Any], expected: int) -> list[dict[str, Any]]:
@@ -131,13 +211,16 @@ def rest_predictor(
     signature_name: str | None = None,
     request_format: str = "instances",
     timeout: float = 60.0,
+    retries: int = 0,
+    max_bytes: int = MAX_ANSWER_BYTES,
 ) -> Predictor:
-    """A Predictor that POSTs each batch to the REST `url` (`predict_url`)."""
+    """A Predictor that POSTs each batch to the REST `url` (`predict_url`), as `post_json`."""
     request_body([], signature_name, request_format)  # checks request_format now
 
     def predict(texts: list[str]) -> list[dict[str, Any]]:
         body = request_body(texts, signature_name, request_format)
-        return response_rows(post_json(url, body, timeout), len(texts))
+        answer = post_json(url, body, timeout, retries, max_bytes)
+        return response_rows(answer, len(texts))
 
     return predict
 
@@ -175,9 +258,11 @@ def make_predictor(
     request_format: str = "instances",
     timeout: float = 60.0,
     retries: int = 3,
+    max_bytes: int = MAX_ANSWER_BYTES,
 ) -> Predictor:
     """The Predictor of t2t-query's flags: REST (`server` default DEFAULT_SERVER) or gRPC
-    (`grpc_query.GrpcPredictor`, default localhost:8500; `retries` of UNAVAILABLE)."""
+    (`grpc_query.GrpcPredictor`, default localhost:8500); `retries` of a server not yet
+    answering (REST 503 or no connection, gRPC UNAVAILABLE)."""
     if protocol == "grpc":
         import_extra("grpc", "grpcio", "grpc", "t2t-query --protocol=grpc")
         import_extra(
@@ -189,7 +274,7 @@ def make_predictor(
     if protocol != "rest":
         raise ValueError(f"--protocol must be rest or grpc, got {protocol!r}")
     url = predict_url(server or DEFAULT_SERVER, model, version)
-    return rest_predictor(url, signature_name, request_format, timeout)
+    return rest_predictor(url, signature_name, request_format, timeout, retries, max_bytes)
 
 
 def predict_lines(
