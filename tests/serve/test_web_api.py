@@ -230,6 +230,19 @@ BAD_REQUESTS = [
 ]
 
 
+def test_every_error_body_has_the_documented_shape(client):
+    for method, path, status in [
+        ("GET", "/nope", 404),
+        ("GET", "/static/nope.js", 404),
+        ("DELETE", "/api/translate", 405),
+        ("GET", "/api/translate", 405),
+    ]:
+        answer = client.request(method, path)
+        assert answer.status_code == status, (method, path)
+        assert answer.json() == {"error": answer.json()["error"], "field": None}
+        assert answer.json()["error"].startswith(f"{path}: "), answer.json()
+
+
 @pytest.mark.parametrize(("path", "body", "status", "field"), BAD_REQUESTS)
 def test_bad_input_gets_4xx_naming_the_field(client, path, body, status, field):
     if isinstance(body, bytes):

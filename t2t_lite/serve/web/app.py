@@ -28,6 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from t2t_lite.data.trees import TreeParseError, parse_tree
 from t2t_lite.serve.web import api, tf_serving
@@ -85,6 +86,13 @@ def _add_error_handlers(app: FastAPI, limits: api.Limits) -> None:
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
         found = api.validation_error(list(error.errors()))
         return JSONResponse(found.body(), status_code=found.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        """Starlette's own answers (404 for an unknown path, 405 for a wrong method) in the
+        API's shape, {"error", "field"}, instead of {"detail"}."""
+        found = api.ApiError(error.status_code, None, f"{request.url.path}: {error.detail}")
+        return JSONResponse(found.body(), status_code=found.status, headers=error.headers)
 
     @app.middleware("http")
     async def body_size(request: Request, call_next):
