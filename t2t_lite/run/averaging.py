@@ -28,21 +28,35 @@ def average_run(
     """
     model = build_model(RunInfo.load(output_dir))
     source = os.path.join(output_dir, CHECKPOINT_DIR)
-    paths = select_for_averaging(source, num_last, min_minutes)
+
+    def unreadable(path: str) -> str | None:  # a damaged checkpoint is passed over, as in train
+        try:
+            checkpoints.restore_model_weights(model, path)
+        except Exception as error:  # noqa: BLE001  (damaged files raise OpError, IndexError, ...)
+            return checkpoints.unreadable_reason(path, error)
+        return None
+
+    paths = select_for_averaging(source, num_last, min_minutes, unreadable)
     target = averaged_dir or os.path.join(output_dir, AVERAGED_DIR)
     return average_checkpoints(model, paths, target), paths
 
 
-def select_for_averaging(directory: str, num: int, min_minutes: float = 0.0) -> list[str]:
+def select_for_averaging(
+    directory: str, num: int, min_minutes: float = 0.0, unreadable=None
+) -> list[str]:
     """The newest `num` checkpoints of `directory`, each written at least `min_minutes` before
-    the next one chosen (by file time), oldest first."""
+    the next one chosen (by file time), oldest first. `unreadable(path)` (optional) says why a
+    checkpoint cannot be read, or None; those are skipped with a warning naming the file. A
+    damaged state file is passed over for the ckpt-* files beside it."""
     if num < 1:
         raise ValueError(f"--num_last must be at least 1, got {num}")
     chosen: list[str] = []
     last_time = None
-    for path in reversed(list_checkpoints(directory)):
-        if not os.path.exists(path + ".index"):
-            logging.warning("skipping %s: %s.index is missing", path, path)
+    for path in reversed(list_checkpoints(directory, strict=False)):
+        reason = f"{path}.index is missing" if not os.path.exists(path + ".index") else None
+        reason = reason or (unreadable(path) if unreadable is not None else None)
+        if reason:
+            logging.warning("skipping %s: %s", path, reason)
             continue
         written = os.path.getmtime(path + ".index")
         if last_time is None or last_time - written >= 60.0 * min_minutes:
@@ -74,7 +88,15 @@ def average_into(model, paths: list[str]) -> None:
 
 def average_checkpoints(model, paths: list[str], output_directory: str) -> str:
     """Averages the checkpoints' weights into `model` and writes them to `output_directory` as
-    ckpt-<step of the newest>; returns that path."""
+    ckpt-<step of the newest>; returns that path. What an interrupted average left there (a
+    `ckpt-N_temp/` folder, a temporary averaged.json) is removed first, with a warning."""
+    for stale in atomic_io.remove_stale_folders(output_directory, "ckpt-*_temp"):
+        logging.warning("removed %s, left by an interrupted average", stale)
+    target = output_directory
+    if atomic_io.remove_stale_temporaries(target):
+        logging.warning(
+            "removed temporary files an interrupted average left in %s", output_directory
+        )
     average_into(model, paths)
     path = checkpoints.save_model_checkpoint(model, output_directory, checkpoint_step(paths[-1]))
     atomic_io.write_json(

@@ -3,6 +3,7 @@ exact resume after kill -9."""
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import signal
@@ -15,7 +16,8 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.hparams import get_hparams
-from t2t_lite.run.averaging import average_checkpoints, select_for_averaging
+from t2t_lite.run import checkpoints
+from t2t_lite.run.averaging import average_checkpoints, average_run, select_for_averaging
 from t2t_lite.run.checkpoints import CheckpointError, CheckpointKeeper, list_checkpoints
 from t2t_lite.run.run import build_model, restore_model
 from t2t_lite.run.run_info import RunInfo
@@ -197,3 +199,39 @@ def test_failed_save_is_a_clear_error_and_keeps_the_previous_checkpoint(tmp_path
     path, restored_step, weights = _restore(directory)
     assert path.endswith("ckpt-10") and restored_step == 10
     _assert_weights(weights, before)
+
+
+def test_averaging_passes_over_damaged_checkpoints_and_cleans_its_debris(tmp_path, caplog):
+    out = str(tmp_path)
+    RunInfo("p", "d", "transformer_tiny", SMALL, 12).save(out)
+    directory = os.path.join(out, "checkpoints")
+    keeper, model, _ = _keeper(directory)
+    rng = np.random.default_rng(1)
+    written = {}
+    for number in (100, 200, 300, 400):
+        model.set_weights([rng.normal(size=w.shape).astype(np.float32) for w in model.weights])
+        keeper.save(number)
+        written[number] = model.get_weights()
+    data = glob.glob(os.path.join(directory, "ckpt-400.data-*"))[0]
+    with open(data, "r+b") as f:  # the newest checkpoint truncated
+        f.truncate(os.path.getsize(data) // 2)
+    with open(os.path.join(directory, "checkpoint"), "w"):
+        pass  # an empty state file: the ckpt-* files beside it are used
+    averaged = os.path.join(out, "averaged")
+    os.makedirs(os.path.join(averaged, "ckpt-300_temp"))  # what a killed average leaves
+    with open(os.path.join(averaged, ".averaged.json-x.tmp"), "w") as f:
+        f.write("{")
+    old = time.time() - 3600
+    os.utime(os.path.join(averaged, "ckpt-300_temp"), (old, old))
+    with caplog.at_level(logging.WARNING):
+        path, used = average_run(out, num_last=2)
+    assert [os.path.basename(p) for p in used] == ["ckpt-200", "ckpt-300"]
+    assert "skipping" in caplog.text and "ckpt-400.data-00000-of-00001" in caplog.text
+    assert sorted(os.listdir(averaged)) == ["averaged.json", "checkpoint", *sorted(
+        os.path.basename(p) for p in glob.glob(path + ".*"))]  # fmt: skip
+    assert os.path.basename(path) == "ckpt-300"
+    restored = build_model(RunInfo.load(out))
+    checkpoints.restore_model_weights(restored, path)
+    for i, weight in enumerate(restored.get_weights()):
+        expected = np.mean([written[n][i].astype(np.float64) for n in (200, 300)], axis=0)
+        np.testing.assert_allclose(weight, expected, rtol=1e-6, atol=1e-7)
