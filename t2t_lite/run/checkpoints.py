@@ -12,13 +12,14 @@ save), and a save's `ckpt-N_temp/` folder left by a killed run is removed by the
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from absl import logging
@@ -288,11 +289,12 @@ class BestKeeper:
         if not np.isfinite(value) or not self.is_better(value):
             return False
         if self.save:
-            self.manager.save(checkpoint_number=step)
-            atomic_io.write_json(
-                os.path.join(self.directory, BEST_INFO),
-                {"metric": self.metric, "value": value, "step": step, "metrics": metrics},
-            )
+            with saving(self.directory, step, self.manager.checkpoint):
+                self.manager.save(checkpoint_number=step)
+                atomic_io.write_json(
+                    os.path.join(self.directory, BEST_INFO),
+                    {"metric": self.metric, "value": value, "step": step, "metrics": metrics},
+                )
         self.best = value
         return True
 
@@ -308,8 +310,38 @@ def restore_model_weights(model, path: str) -> None:
 def save_model_checkpoint(model, directory: str, step: int) -> str:
     """Writes `model` alone (key "model") to `directory` as ckpt-<step>, the only checkpoint
     kept there; returns its path."""
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, max_to_keep=1)
-    return manager.save(checkpoint_number=step)
+    checkpoint = tf.train.Checkpoint(model=model)
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1)
+    with saving(directory, step, checkpoint):
+        return manager.save(checkpoint_number=step)
+
+
+@contextlib.contextmanager
+def saving(directory: str, step: int, checkpoint) -> Iterator[None]:
+    """A model write into `directory` (best/, averaged/, final/): a failure (a full disk) is a
+    CheckpointError naming the folder, the space it needs and the space free; its half-written
+    `ckpt-<step>_temp/` is removed, and the checkpoint there before stays as it was."""
+    try:
+        yield
+    except (tf.errors.OpError, OSError) as error:
+        shutil.rmtree(os.path.join(directory, f"ckpt-{step}_temp"), ignore_errors=True)
+        needed = sum(v.numpy().nbytes for v in tf.nest.flatten(_variables(checkpoint)))
+        free = shutil.disk_usage(directory).free if os.path.isdir(directory) else 0
+        raise CheckpointError(
+            f"could not write ckpt-{step} in {directory}: {_first_line(error)} (it needs about "
+            f"{needed / 2**20:.1f} MB; {free / 2**20:.1f} MB are free there). What was in "
+            f"{directory} before is intact; free space and rerun the same command."
+        ) from None
+
+
+def _variables(checkpoint) -> list:
+    model = getattr(checkpoint, "model", None)
+    return list(model.weights) if model is not None else []
+
+
+def _first_line(error: BaseException) -> str:
+    text = getattr(error, "message", None) or str(error)
+    return (text.strip().splitlines() or [type(error).__name__])[0][:300]
 
 
 # --- the one way back: which checkpoint of a run a command restores -------------------------

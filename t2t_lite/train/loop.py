@@ -247,7 +247,8 @@ def _run_info(problem, config: TrainConfig, hparams: HParams, hparams_set: str) 
         vocab_size=vocab.vocab_size,
         output_vocab_size=problem.output_size(config.data_dir),
         usr_dir=os.path.abspath(config.usr_dir) if config.usr_dir else "",
-        vocab_sha256=file_sha256(vocab.path),
+        # (a problem's own in-memory tokenizer may have no file: nothing to record)
+        vocab_sha256=file_sha256(vocab.path) if os.path.isfile(getattr(vocab, "path", "")) else "",
     )
 
 

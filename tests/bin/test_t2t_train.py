@@ -37,6 +37,9 @@ def test_train_then_average(tmp_path):
     assert trained.returncode == 0, trained.stderr[-3000:]
     assert "step 4/4 loss" in trained.stderr and "step 4 dev: dev_loss" in trained.stderr
     assert RunInfo.load(out).hparams.num_encoder_layers == 1
+    # The run records its vocabulary's SHA-256, as metadata.json has it.
+    metadata = problems.read_metadata(data_dir)
+    assert RunInfo.load(out).vocab_sha256 == metadata["vocab"]["sha256"]
     assert sorted(os.listdir(os.path.join(out, "checkpoints")))[:3] == [
         "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index",
     ]  # fmt: skip

@@ -235,3 +235,34 @@ def test_averaging_passes_over_damaged_checkpoints_and_cleans_its_debris(tmp_pat
     for i, weight in enumerate(restored.get_weights()):
         expected = np.mean([written[n][i].astype(np.float64) for n in (200, 300)], axis=0)
         np.testing.assert_allclose(weight, expected, rtol=1e-6, atol=1e-7)
+
+
+def _disk_full_after_temp(monkeypatch):
+    """CheckpointManager.save starts its ckpt-N_temp/ folder, then the disk is full."""
+
+    def full(self, checkpoint_number=None, **kwargs):
+        os.makedirs(os.path.join(self.directory, f"ckpt-{checkpoint_number}_temp"))
+        raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+
+    monkeypatch.setattr(tf.train.CheckpointManager, "save", full)
+
+
+def test_a_full_disk_while_saving_a_model_folder_is_one_error_and_keeps_the_last(
+    tmp_path, monkeypatch
+):
+    model = build_model(RunInfo("p", "d", "transformer_tiny", SMALL, 12))
+    folder = str(tmp_path / "final")
+    kept = checkpoints.save_model_checkpoint(model, folder, 100)
+    _disk_full_after_temp(monkeypatch)
+    with pytest.raises(CheckpointError) as refused:
+        checkpoints.save_model_checkpoint(model, folder, 200)
+    message = str(refused.value)
+    assert message.startswith(f"could not write ckpt-200 in {folder}: No space left on device")
+    assert "MB; " in message and "MB are free there" in message and "intact" in message
+    assert not os.path.exists(os.path.join(folder, "ckpt-200_temp"))  # no debris
+    assert list_checkpoints(folder) == [kept]
+    checkpoints.restore_model_weights(model, kept)
+    best = checkpoints.BestKeeper(model, str(tmp_path), "dev_loss", False)
+    with pytest.raises(CheckpointError, match=r"could not write ckpt-10 in .*best: No space"):
+        best.update(10, {"dev_loss": 1.0})
+    assert not glob.glob(str(tmp_path / "best" / "ckpt-10*"))
