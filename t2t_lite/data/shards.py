@@ -66,10 +66,15 @@ def _write_chunk(
     order = np.random.default_rng([stamp["seed"], index]).permutation(len(kept))
     path = os.path.join(data_dir, shard_name(split, index))
     tmp = atomic_io.temporary_path(path)
-    with tf.io.TFRecordWriter(tmp) as writer:
-        for i in order:
-            writer.write(serialize_example(inputs[i], targets[i]))
-    atomic_io.commit(tmp, path)
+    try:
+        with tf.io.TFRecordWriter(tmp) as writer:
+            for i in order:
+                writer.write(serialize_example(inputs[i], targets[i]))
+        atomic_io.commit(tmp, path)
+    except (tf.errors.ResourceExhaustedError, OSError) as error:  # a full disk (ENOSPC)
+        if os.path.exists(tmp):
+            os.remove(tmp)  # the shards finished before stay; a rerun goes on from them
+        raise atomic_io.write_failed(path, error) from None
     stats = {
         **stamp,
         "shard": shard_name(split, index),

@@ -286,12 +286,10 @@ def write_lines(lines: Iterable[str], path: str | None) -> int:
             count += 1
         sys.stdout.flush()
         return count
-    tmp = atomic_io.temporary_path(path)
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+    with atomic_io.open_atomic(path, "w", encoding="utf-8", newline="\n") as f:
         for line in lines:
             f.write(line + "\n")
             count += 1
-    atomic_io.commit(tmp, path)
     return count
 
 

@@ -50,6 +50,21 @@ def commit(tmp: str, path: str) -> None:
     os.replace(tmp, path)
 
 
+def write_failed(path: str, error: BaseException) -> OSError:
+    """The one-line OSError of a write into `path` that failed (a full disk, mostly): the path,
+    the reason and the space free there. The caller has removed its temporary file."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while folder and not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    free = shutil.disk_usage(folder).free / 2**20 if folder else 0.0
+    text = getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)
+    reason = (str(text).strip().splitlines() or [type(error).__name__])[0][:300]
+    return OSError(
+        f"could not write {path}: {reason} ({free:.1f} MB free there); what was there before is "
+        "kept, and no temporary file is left"
+    )
+
+
 @contextlib.contextmanager
 def open_atomic(path: str, mode: str = "w", **open_args: Any) -> Iterator[IO]:
     """Opens a temporary file next to `path` for writing (`mode` "w" or "wb", `open_args` as for
@@ -59,10 +74,18 @@ def open_atomic(path: str, mode: str = "w", **open_args: Any) -> Iterator[IO]:
     try:
         with open(tmp, mode, **open_args) as handle:
             yield handle
+        commit(tmp, path)
+    except OSError as error:  # a full disk: one line naming `path`
+        _remove(tmp)
+        raise write_failed(path, error) from None
     except BaseException:
-        os.remove(tmp)
+        _remove(tmp)
         raise
-    commit(tmp, path)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
 
 
 def write_bytes(path: str, data: bytes) -> None:

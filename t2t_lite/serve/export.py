@@ -370,6 +370,11 @@ def write_version(export_dir: str, version: int | None, write: Callable[[str], N
         write(tmp)
         # A folder rename is atomic within one file system; TF Serving skips non-numeric names.
         os.rename(tmp, final)
+    except (tf.errors.ResourceExhaustedError, OSError) as error:  # a full disk (ENOSPC)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(error, OSError) and not error.errno:
+            raise  # our own one-line errors (a folder that exists, ...)
+        raise atomic_io.write_failed(final, error) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
