@@ -138,23 +138,22 @@ def router(served: ServedModel) -> APIRouter:
     def fail(error: ServingError) -> JSONResponse:
         return JSONResponse({"error": str(error)}, status_code=error.status)
 
-    @routes.get("/v1/models/{name}")
-    @routes.get("/v1/models/{name}/versions/{version}")
-    def status(name: str, version: str | None = None):
+    def checked(name: str, version: str | None, answer):
         try:
             served.check(name, version)
         except ServingError as error:
             return fail(error)
-        return served.status()
+        return answer()
+
+    @routes.get("/v1/models/{name}")
+    @routes.get("/v1/models/{name}/versions/{version}")
+    def status(name: str, version: str | None = None):
+        return checked(name, version, served.status)
 
     @routes.get("/v1/models/{name}/metadata")
     @routes.get("/v1/models/{name}/versions/{version}/metadata")
     def metadata(name: str, version: str | None = None):
-        try:
-            served.check(name, version)
-        except ServingError as error:
-            return fail(error)
-        return served.metadata()
+        return checked(name, version, served.metadata)
 
     @routes.post("/v1/models/{name}:predict")
     @routes.post("/v1/models/{name}/versions/{version}:predict")
