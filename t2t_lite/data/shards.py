@@ -74,6 +74,8 @@ def _write_chunk(
     except (tf.errors.ResourceExhaustedError, OSError) as error:  # a full disk (ENOSPC)
         if os.path.exists(tmp):
             os.remove(tmp)  # the shards finished before stay; a rerun goes on from them
+        if isinstance(error, OSError) and not atomic_io.disk_refused(error):
+            raise
         raise atomic_io.write_failed(path, error) from None
     stats = {
         **stamp,

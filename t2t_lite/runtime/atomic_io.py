@@ -8,6 +8,7 @@ file (0644 under umask 022), not `mkstemp`'s private 0600, so a team can share d
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import hashlib
 import json
@@ -50,6 +51,15 @@ def commit(tmp: str, path: str) -> None:
     os.replace(tmp, path)
 
 
+# The errors of a write the disk refused: full, over quota, too large, failing, read-only.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+
+
+def disk_refused(error: BaseException) -> bool:
+    """Whether `error` is the disk refusing a write (not, say, a file the writer's input lacks)."""
+    return isinstance(error, OSError) and error.errno in WRITE_ERRNOS
+
+
 def write_failed(path: str, error: BaseException) -> OSError:
     """The one-line OSError of a write into `path` that failed (a full disk, mostly): the path,
     the reason and the space free there. The caller has removed its temporary file."""
@@ -75,9 +85,11 @@ def open_atomic(path: str, mode: str = "w", **open_args: Any) -> Iterator[IO]:
         with open(tmp, mode, **open_args) as handle:
             yield handle
         commit(tmp, path)
-    except OSError as error:  # a full disk: one line naming `path`
+    except OSError as error:
         _remove(tmp)
-        raise write_failed(path, error) from None
+        if disk_refused(error):  # a full disk: one line naming `path`
+            raise write_failed(path, error) from None
+        raise
     except BaseException:
         _remove(tmp)
         raise

@@ -372,8 +372,8 @@ def write_version(export_dir: str, version: int | None, write: Callable[[str], N
         os.rename(tmp, final)
     except (tf.errors.ResourceExhaustedError, OSError) as error:  # a full disk (ENOSPC)
         shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(error, OSError) and not error.errno:
-            raise  # our own one-line errors (a folder that exists, ...)
+        if isinstance(error, OSError) and not atomic_io.disk_refused(error):
+            raise  # not the disk: a folder that exists, a file the export reads, ...
         raise atomic_io.write_failed(final, error) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -61,3 +61,37 @@ def test_export_version_folder(tmp_path):
     with pytest.raises(OSError, match=rf"could not write {export_dir}/1: No space left on"):
         export.write_version(str(export_dir), None, partial)
     assert os.listdir(export_dir) == []  # neither a version nor its temporary folder
+
+
+def test_datagen_vocabulary_and_metadata(tmp_path, monkeypatch):
+    data_dir = tmp_path / "data"
+    options = {"max_sequence_length": 4, "train_size": 20, "dev_size": 5, "test_size": 5}
+    commit = atomic_io.commit
+
+    def full_for(name):
+        def maybe_full(tmp, target):
+            if os.path.basename(target) == name:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            commit(tmp, target)
+
+        return maybe_full
+
+    for name in ("vocab.words.txt", "metadata.json"):
+        with monkeypatch.context() as patch:
+            patch.setattr(atomic_io, "commit", full_for(name))
+            with pytest.raises(OSError, match=rf"could not write .*{name}: No space left on"):
+                get_problem("algorithmic_copy").generate_data(str(data_dir), **options)
+        assert not [n for n in os.listdir(data_dir) if n.endswith(".tmp")], name
+    get_problem("algorithmic_copy").generate_data(str(data_dir), **options)  # space again
+    assert read_metadata(str(data_dir))["splits"]["dev"]["examples"] == 5
+
+
+def test_an_error_of_the_writer_itself_passes_through_unchanged(tmp_path):
+    # Only the disk refusing a write becomes "could not write": an error raised by the code
+    # producing the lines (an input file missing, a server's refusal) keeps its own words.
+    target = tmp_path / "out.txt"
+    with pytest.raises(FileNotFoundError, match="in.txt"):
+        with atomic_io.open_atomic(str(target)) as f:
+            f.write("a\n")
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", "in.txt")
+    assert os.listdir(tmp_path) == []

@@ -129,3 +129,21 @@ def test_without_matplotlib_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(MissingExtraError, match=r"pip install 't2t_lite\[viz\]'"):
         report.check_plotting()
+
+
+def test_a_full_disk_while_writing_the_report_keeps_the_last_one(swept, monkeypatch):
+    import errno
+
+    from t2t_lite.runtime import atomic_io
+
+    path = report.write_report(TABLE3_SMALL, swept)
+    before = {n: open(os.path.join(swept.sweep_dir, n), "rb").read() for n in ("report.md",)}
+
+    def full(tmp, target):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic_io, "commit", full)
+    with pytest.raises(OSError, match=r"could not write .*/sweep/.*: No space left on device \("):
+        report.write_report(TABLE3_SMALL, swept)
+    assert open(path, "rb").read() == before["report.md"]
+    assert not [n for n in os.listdir(swept.sweep_dir) if n.endswith(".tmp")]
