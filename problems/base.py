@@ -345,6 +345,17 @@ def read_metadata(data_dir: str) -> dict:
     return metadata
 
 
+def datagen_options(data_dir: str) -> dict:
+    """The problem options t2t-datagen wrote `data_dir` with (its datagen.json), {} when the
+    folder has none (a bare vocabulary, a problem's own in-memory data)."""
+    try:
+        with open(os.path.join(data_dir, STATE), encoding="utf-8") as f:
+            options = json.load(f).get("options", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return options if isinstance(options, dict) else {}
+
+
 def _check_shard_name(name: Any, field: str) -> None:
     """A shard is a file name inside the data_dir: no folder, no '..', no absolute path (a
     data_dir from elsewhere is input; its metadata must not point training outside it)."""

@@ -34,6 +34,9 @@ class RunInfo:
     # SHA-256 of the vocabulary file the run trained with ("": a run written before it was
     # recorded, not checked); decode, export, serve and a resume refuse another vocabulary.
     vocab_sha256: str = ""
+    # The problem options t2t-datagen wrote the data_dir with ({}: not known); a resume on a
+    # data_dir generated with other options is refused, naming them.
+    problem_options: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "output_vocab_size"):

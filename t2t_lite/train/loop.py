@@ -22,6 +22,7 @@ from absl import logging
 from tensorflow.core.framework import summary_pb2
 
 from t2t_lite.hparams import HParams
+from t2t_lite.problems import datagen_options
 from t2t_lite.run.checkpoints import BestKeeper, CheckpointKeeper
 
 # What t2t-train needs of the run's infrastructure, re-exported for it.
@@ -96,6 +97,8 @@ def _check_run_info(info: RunInfo, output_dir: str) -> None:
     if os.path.exists(os.path.join(output_dir, RUN_INFO_FILE)):
         previous = RunInfo.load(output_dir)
         differences = previous.diff(info)
+        if not previous.problem_options:  # a run from before the options were recorded
+            differences = [d for d in differences if not d.startswith("problem_options.")]
         if previous.vocab_sha256 != info.vocab_sha256:  # a vocabulary swapped under the run
             differences = [d for d in differences if not d.startswith("vocab_sha256")]
             if previous.vocab_sha256:  # ("": a run from before the hash was recorded)
@@ -249,6 +252,7 @@ def _run_info(problem, config: TrainConfig, hparams: HParams, hparams_set: str) 
         usr_dir=os.path.abspath(config.usr_dir) if config.usr_dir else "",
         # (a problem's own in-memory tokenizer may have no file: nothing to record)
         vocab_sha256=file_sha256(vocab.path) if os.path.isfile(getattr(vocab, "path", "")) else "",
+        problem_options=datagen_options(config.data_dir),
     )
 
 

@@ -40,6 +40,10 @@ def test_train_then_average(tmp_path):
     # The run records its vocabulary's SHA-256, as metadata.json has it.
     metadata = problems.read_metadata(data_dir)
     assert RunInfo.load(out).vocab_sha256 == metadata["vocab"]["sha256"]
+    assert RunInfo.load(out).problem_options == {
+        "num_symbols": 8, "max_sequence_length": 6, "train_size": 200, "dev_size": 20,
+        "test_size": 500,
+    }  # fmt: skip
     assert sorted(os.listdir(os.path.join(out, "checkpoints")))[:3] == [
         "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index",
     ]  # fmt: skip

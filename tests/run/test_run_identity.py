@@ -68,3 +68,18 @@ def test_a_resume_refuses_another_vocabulary(tmp_path):
     # A run recorded before the hash existed resumes with any (its hparams.json stays as it is).
     dataclasses.replace(saved, vocab_sha256="").save(str(tmp_path))
     loop._check_run_info(swapped, str(tmp_path))
+
+
+def test_a_resume_refuses_data_generated_with_other_options(tmp_path):
+    model = tiny_model(13)
+    options = {"train_size": 2000, "max_sequence_length": 6}
+    saved = RunInfo("algorithmic_copy", "D", "transformer_tiny", model_hparams(model), 13,
+                    problem_options=options)  # fmt: skip
+    saved.save(str(tmp_path))
+    assert RunInfo.load(str(tmp_path)).problem_options == options
+    loop._check_run_info(saved, str(tmp_path))
+    other = dataclasses.replace(saved, problem_options={**options, "train_size": 500})
+    with pytest.raises(ConflictingRunError, match=r"problem_options.train_size: 2000 != 500"):
+        loop._check_run_info(other, str(tmp_path))
+    dataclasses.replace(saved, problem_options={}).save(str(tmp_path))  # recorded before
+    loop._check_run_info(other, str(tmp_path))
