@@ -326,10 +326,10 @@ def saving(directory: str, step: int, checkpoint) -> Iterator[None]:
     except (tf.errors.OpError, OSError) as error:
         shutil.rmtree(os.path.join(directory, f"ckpt-{step}_temp"), ignore_errors=True)
         needed = sum(v.numpy().nbytes for v in tf.nest.flatten(_variables(checkpoint)))
-        free = shutil.disk_usage(directory).free if os.path.isdir(directory) else 0
+        free = atomic_io.free_megabytes(directory)
         raise CheckpointError(
-            f"could not write ckpt-{step} in {directory}: {_first_line(error)} (it needs about "
-            f"{needed / 2**20:.1f} MB; {free / 2**20:.1f} MB are free there). What was in "
+            f"could not write ckpt-{step} in {directory}: {atomic_io.error_line(error)} (it "
+            f"needs about {needed / 2**20:.1f} MB; {free:.1f} MB are free there). What was in "
             f"{directory} before is intact; free space and rerun the same command."
         ) from None
 
@@ -337,11 +337,6 @@ def saving(directory: str, step: int, checkpoint) -> Iterator[None]:
 def _variables(checkpoint) -> list:
     model = getattr(checkpoint, "model", None)
     return list(model.weights) if model is not None else []
-
-
-def _first_line(error: BaseException) -> str:
-    text = getattr(error, "message", None) or str(error)
-    return (text.strip().splitlines() or [type(error).__name__])[0][:300]
 
 
 # --- the one way back: which checkpoint of a run a command restores -------------------------

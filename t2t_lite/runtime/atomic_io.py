@@ -63,16 +63,24 @@ def disk_refused(error: BaseException) -> bool:
 def write_failed(path: str, error: BaseException) -> OSError:
     """The one-line OSError of a write into `path` that failed (a full disk, mostly): the path,
     the reason and the space free there. The caller has removed its temporary file."""
-    folder = os.path.dirname(os.path.abspath(path))
+    return OSError(
+        f"could not write {path}: {error_line(error)} ({free_megabytes(path):.1f} MB free "
+        "there); what was there before is kept, and no temporary file is left"
+    )
+
+
+def free_megabytes(path: str) -> float:
+    """The space free on the file system that holds `path` (or its nearest existing folder)."""
+    folder = os.path.abspath(path)
     while folder and not os.path.isdir(folder):
         folder = os.path.dirname(folder)
-    free = shutil.disk_usage(folder).free / 2**20 if folder else 0.0
+    return shutil.disk_usage(folder).free / 2**20 if folder else 0.0
+
+
+def error_line(error: BaseException) -> str:
+    """An OSError's or a TensorFlow error's own words, first line only."""
     text = getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)
-    reason = (str(text).strip().splitlines() or [type(error).__name__])[0][:300]
-    return OSError(
-        f"could not write {path}: {reason} ({free:.1f} MB free there); what was there before is "
-        "kept, and no temporary file is left"
-    )
+    return (str(text).strip().splitlines() or [type(error).__name__])[0][:300]
 
 
 @contextlib.contextmanager

@@ -151,21 +151,26 @@ def _post_once(url: str, data: bytes, timeout: float, max_bytes: int) -> dict[st
 
 def _read_body(sock, response, deadline, max_bytes, url, timeout) -> bytes:
     """The answer's body, read in pieces so that the deadline holds however slowly it comes."""
-    length = response.getheader("Content-Length")
-    if length and length.isdigit() and int(length) > max_bytes:
-        raise ServingError(f"{url}: an answer of {int(length):,} bytes, over --max_answer_bytes")
+    header = response.getheader("Content-Length") or ""
+    length = int(header) if header.isdigit() else None
+    if length is not None and length > max_bytes:
+        raise ServingError(f"{url}: an answer of {length:,} bytes, over --max_answer_bytes")
     chunks, size = [], 0
     while True:
-        left = deadline - time.monotonic()
+        left, chunk = deadline - time.monotonic(), b""
+        if left > 0:
+            sock.settimeout(left)
+            try:
+                chunk = response.read1(65536)
+            except TimeoutError:  # the deadline passed while waiting for the next bytes
+                left = 0.0
         if left <= 0:
             raise ServingError(
                 f"{url}: no answer within --timeout={timeout:g} s ({size:,} bytes read)"
             )
-        sock.settimeout(left)
-        chunk = response.read1(65536)
         if not chunk:
-            if length and length.isdigit() and size < int(length):
-                raise http.client.IncompleteRead(b"".join(chunks), int(length) - size)
+            if length is not None and size < length:
+                raise http.client.IncompleteRead(b"".join(chunks), length - size)
             return b"".join(chunks)
         size += len(chunk)
         if size > max_bytes:

@@ -103,17 +103,24 @@ def test_empty_directory_starts_fresh(tmp_path):
     assert _restore(str(tmp_path))[:2] == (None, 0)
 
 
-def test_average_equals_numpy_mean(tmp_path):
-    out = str(tmp_path)
+def _four_checkpoints(out: str, seed: int) -> tuple[str, dict]:
+    """A run in `out` with checkpoints 100..400 of random weights: (checkpoints/, {step:
+    weights})."""
     RunInfo("p", "d", "transformer_tiny", SMALL, 12).save(out)
     directory = os.path.join(out, "checkpoints")
-    keeper, model, step = _keeper(directory)
-    rng = np.random.default_rng(0)
+    keeper, model, _ = _keeper(directory)
+    rng = np.random.default_rng(seed)
     written = {}
     for number in (100, 200, 300, 400):
         model.set_weights([rng.normal(size=w.shape).astype(np.float32) for w in model.weights])
         keeper.save(number)
         written[number] = model.get_weights()
+    return directory, written
+
+
+def test_average_equals_numpy_mean(tmp_path):
+    out = str(tmp_path)
+    directory, written = _four_checkpoints(out, seed=0)
     # ckpt-200 was written 2 minutes before ckpt-300; the others are 10 or more apart.
     now = time.time()
     for number, minutes_ago in ((100, 30), (200, 20), (300, 18), (400, 8)):
@@ -203,15 +210,7 @@ def test_failed_save_is_a_clear_error_and_keeps_the_previous_checkpoint(tmp_path
 
 def test_averaging_passes_over_damaged_checkpoints_and_cleans_its_debris(tmp_path, caplog):
     out = str(tmp_path)
-    RunInfo("p", "d", "transformer_tiny", SMALL, 12).save(out)
-    directory = os.path.join(out, "checkpoints")
-    keeper, model, _ = _keeper(directory)
-    rng = np.random.default_rng(1)
-    written = {}
-    for number in (100, 200, 300, 400):
-        model.set_weights([rng.normal(size=w.shape).astype(np.float32) for w in model.weights])
-        keeper.save(number)
-        written[number] = model.get_weights()
+    directory, written = _four_checkpoints(out, seed=1)
     data = glob.glob(os.path.join(directory, "ckpt-400.data-*"))[0]
     with open(data, "r+b") as f:  # the newest checkpoint truncated
         f.truncate(os.path.getsize(data) // 2)

@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import numpy as np
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from t2t_lite.decode.exported import strings
 from t2t_lite.extras import lazy_import
 
 tf = lazy_import("tensorflow")
@@ -36,12 +36,6 @@ class ServingError(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
-
-
-def _to_json(array: np.ndarray) -> Any:
-    if array.dtype == object:  # tf.string: TF Serving sends UTF-8 text
-        return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(array).tolist()
-    return array.tolist()
 
 
 def columns(body: dict, inputs: list[str]) -> tuple[dict[str, list], bool]:
@@ -66,8 +60,11 @@ def columns(body: dict, inputs: list[str]) -> tuple[dict[str, list], bool]:
 
 
 def answer(outputs: dict[str, Any], rows: bool) -> dict:
-    """TF Serving's JSON of a signature's outputs."""
-    outputs = {k: _to_json(np.asarray(v)) for k, v in outputs.items()}
+    """TF Serving's JSON of a signature's outputs (tensors)."""
+    # tf.string as UTF-8 text, as TF Serving sends it
+    outputs = {
+        k: strings(v) if v.dtype == tf.string else v.numpy().tolist() for k, v in outputs.items()
+    }
     if not rows:
         return {"outputs": outputs if len(outputs) > 1 else next(iter(outputs.values()))}
     count = len(next(iter(outputs.values())))
@@ -126,7 +123,7 @@ class ServedModel:
             raise ServingError(400, f"{batch} rows; this server takes at most {self.max_rows}")
         try:
             feeds = {n: tf.constant(values[n], dtype=specs[n].dtype) for n in specs}
-            return answer({k: v.numpy() for k, v in function(**feeds).items()}, rows)
+            return answer(function(**feeds), rows)
         except (TypeError, ValueError, tf.errors.InvalidArgumentError) as error:
             raise ServingError(400, str(error).splitlines()[0]) from None
 
