@@ -60,3 +60,48 @@ def constrained_step_fn(
         return masked, {"model": inner, "constraint": state}
 
     return step, {"model": cache, "constraint": constraint.initial_state(inputs, max_lengths)}
+
+
+class AllOf:
+    """The constraint that allows a token where every one of `constraints` does; its state is
+    the tuple of theirs."""
+
+    def __init__(self, constraints):
+        self.constraints = tuple(constraints)
+
+    def initial_state(self, inputs, max_lengths):
+        return tuple(c.initial_state(inputs, max_lengths) for c in self.constraints)
+
+    def update(self, state, ids):
+        return tuple(c.update(s, ids) for c, s in zip(self.constraints, state, strict=True))
+
+    def allowed(self, state, width):
+        masks = [c.allowed(s, width) for c, s in zip(self.constraints, state, strict=True)]
+        return tf.reduce_all(tf.stack(masks), axis=0)
+
+
+class PrefixConstraint:
+    """A target prefix per sentence, prefix [batch, P] (zero-padded; an empty row for none): the
+    first tokens of every hypothesis are its sentence's prefix, then the search goes on freely.
+    The prefix's tokens are scored as the model scores them (n-best lists and scores include
+    them), as if forced through `--score_file`."""
+
+    def __init__(self, prefix: tf.Tensor):
+        self.prefix = tf.convert_to_tensor(prefix, tf.int32)
+
+    def initial_state(self, inputs, max_lengths):
+        lengths = tf.reduce_sum(tf.cast(self.prefix > 0, tf.int32), axis=-1)
+        # One zero column more, so that an empty prefix [batch, 0] can be indexed too.
+        prefix = tf.pad(self.prefix, [[0, 0], [0, 1]])
+        return {"prefix": prefix, "lengths": lengths, "taken": tf.zeros_like(lengths)}
+
+    def update(self, state, ids):
+        # The start id 0, fed at the first step, is no token.
+        return {**state, "taken": state["taken"] + tf.cast(ids > 0, tf.int32)}
+
+    def allowed(self, state, width):
+        forcing = state["taken"] < state["lengths"]  # --> [rows]
+        index = tf.minimum(state["taken"], tf.shape(state["prefix"])[1] - 1)
+        forced = tf.gather(state["prefix"], index[:, None], batch_dims=1)  # --> [rows, 1]
+        ids = tf.range(width)[None, :]
+        return tf.not_equal(ids, PAD_ID) & (~forcing[:, None] | tf.equal(ids, forced))

@@ -26,6 +26,7 @@ from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
 StepFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
 NEG_INF = float("-inf")
+UNMET_PENALTY = 1e6
 
 
 class SearchResult(NamedTuple):
@@ -165,14 +166,15 @@ class _BeamSetup(NamedTuple):
     alpha: tf.Tensor  # scalar float32
     batch_offsets: tf.Tensor  # [batch, 1]: the first cache row of each sentence, r * k
     top_ranks: tf.Tensor  # [1, 2k] bool: which of the 2k candidates rank in the top k
+    banks: Any  # None, or how candidates are widened and chosen (`terminology.TermBanks`)
 
     @classmethod
-    def make(cls, batch_size, k, alpha, max_length, eos_id, pad_id, nbest) -> _BeamSetup:
+    def make(cls, batch_size, k, alpha, max_length, eos_id, pad_id, nbest, banks) -> _BeamSetup:
         """From `beam_search`'s arguments (k = beam_size)."""
         batch = tf.cast(batch_size, tf.int32)
         max_lengths, alpha = _per_sentence(max_length, batch), tf.cast(alpha, tf.float32)
         offsets, top_ranks = tf.range(batch)[:, None] * k, tf.range(2 * k)[None, :] < k
-        return cls(k, nbest, eos_id, pad_id, batch, max_lengths, alpha, offsets, top_ranks)
+        return cls(k, nbest, eos_id, pad_id, batch, max_lengths, alpha, offsets, top_ranks, banks)
 
 
 class _Beams(NamedTuple):
@@ -192,6 +194,8 @@ class _Candidates(NamedTuple):
     """A step's best 2k continuations of each sentence, best first."""
 
     lp: tf.Tensor  # [batch, 2k] log-probs
+    priority: tf.Tensor  # [batch, 2k] what they rank by, descending: lp, or the banks' order
+    complete: tf.Tensor | None  # [batch, 2k] bool: met every constraint of the banks (or None)
     token: tf.Tensor  # [batch, 2k] the token each adds
     origin: tf.Tensor  # [batch, 2k] the live beam (0..k-1) each extends
     seq: tf.Tensor  # [batch, 2k, L] the extended hypotheses
@@ -225,16 +229,23 @@ def _expand(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> tuple[_Candida
     # first keeps its own best (2k, one more when it could be the padding id that is then
     # dropped) by logit; log-probs are computed only for those, as logit - logsumexp.
     row_lp, row_token = _best_log_probs(logits, 2 * k, setup.pad_id)  # --> [batch * k, n]
+    if setup.banks is not None:
+        row_lp, row_token = setup.banks.widen(logits, row_lp, row_token, cache)
     # Candidate j * n + r extends beam j with its r-th token: [batch, k, n] --> [batch, k*n].
     n = tf.shape(row_lp)[-1]
     flat_lp = tf.reshape(
         beams.alive_lp[:, :, None] + tf.reshape(row_lp, [batch, k, n]), [batch, -1]
     )
-    lp, chosen = tf.math.top_k(flat_lp, 2 * k)  # --> [batch, 2k]
+    if setup.banks is None:
+        lp, chosen = tf.math.top_k(flat_lp, 2 * k)  # --> [batch, 2k]
+        priority, complete = lp, None
+    else:
+        chosen, priority, complete = setup.banks.choose(flat_lp, row_token, cache, batch, 2 * k)
+        lp = tf.gather(flat_lp, chosen, batch_dims=1)
     origin = chosen // n  # --> [batch, 2k]
     token = tf.gather(tf.reshape(row_token, [batch, -1]), chosen, batch_dims=1)
     seq = write_column(tf.gather(beams.seq, origin, batch_dims=1), i + 1, token)
-    return _Candidates(lp, token, origin, seq), cache
+    return _Candidates(lp, priority, complete, token, origin, seq), cache
 
 
 def _add_finished(
@@ -244,6 +255,10 @@ def _add_finished(
     (fin_seq [batch, k, L], fin_scores [batch, k], fin_lp [batch, k])."""
     new_lp = tf.where(ends, candidates.lp, NEG_INF)
     new_scores = new_lp / length_penalty(beams.i + 1, setup.alpha)
+    if candidates.complete is not None:
+        # A hypothesis that reached its maximum length without every constraint ranks below
+        # all that have them (the returned scores are recomputed from the log-probs).
+        new_scores = tf.where(candidates.complete, new_scores, new_scores - UNMET_PENALTY)
     # The old finished list first: top_k keeps the lower index on ties, so a later
     # hypothesis never displaces an equal earlier one (what the stopping test relies on).
     both = tf.concat([beams.fin_scores, new_scores], 1)  # --> [batch, 3k]
@@ -263,7 +278,12 @@ def _beam_step(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> _Beams:
     ends = stops & setup.top_ranks & (candidates.lp > NEG_INF)
     fin_seq, fin_scores, fin_lp = _add_finished(setup, beams, candidates, ends)
     # Live: the best k candidates that did not end; none once a sentence is at max length.
-    alive_lp, alive = tf.math.top_k(tf.where(stops, NEG_INF, candidates.lp), setup.k)
+    _, alive = tf.math.top_k(tf.where(stops, NEG_INF, candidates.priority), setup.k)
+    alive_lp = tf.where(
+        tf.gather(stops, alive, batch_dims=1),
+        NEG_INF,
+        tf.gather(candidates.lp, alive, batch_dims=1),
+    )
     seq = tf.gather(candidates.seq, alive, batch_dims=1)  # --> [batch, k, L]
     # The cache rows of each new beam's parent: [batch, k] --> [batch * k].
     origin = tf.gather(candidates.origin, alive, batch_dims=1)
@@ -275,7 +295,7 @@ def _beams_searching(setup: _BeamSetup, beams: _Beams) -> tf.Tensor:
     """Whether any sentence may still improve its `nbest` finished hypotheses (scalar bool)."""
     # A live log-prob L <= 0 only falls, and lp is monotone in the length, so the best final
     # score of a live hypothesis is L / lp at the shortest or the longest reachable length.
-    best = beams.alive_lp[:, 0]  # --> [batch]
+    best = tf.reduce_max(beams.alive_lp, axis=1)  # --> [batch] (the first, without banks)
     bound = tf.maximum(
         best / length_penalty(beams.i + 1, setup.alpha),
         best / length_penalty(setup.max_lengths, setup.alpha),
@@ -295,6 +315,7 @@ def beam_search(
     pad_id: int | None = PAD_ID,
     nbest: int = 1,
     buffer_length: int | tf.Tensor | None = None,
+    banks: Any = None,
 ) -> SearchResult:
     """Batched beam search with the GNMT length penalty; returns the `nbest` best hypotheses.
 
@@ -318,6 +339,8 @@ def beam_search(
       pad_id: an id never generated (padding); None allows all.
       nbest: how many finished hypotheses to return, 1 <= nbest <= beam_size.
       buffer_length: see `_buffer_length`.
+      banks: None, or a `t2t_lite.decode.terminology.TermBanks`: terminology constraints'
+        candidates and their allocation of the beam (dynamic beam allocation).
 
     Returns:
       SearchResult with ids [batch, nbest, max(max_length) or buffer_length] and scores
@@ -325,7 +348,7 @@ def beam_search(
     """
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest must be in [1, beam_size={beam_size}], got {nbest}")
-    setup = _BeamSetup.make(batch_size, beam_size, alpha, max_length, eos_id, pad_id, nbest)
+    setup = _BeamSetup.make(batch_size, beam_size, alpha, max_length, eos_id, pad_id, nbest, banks)
     total = _buffer_length(setup.max_lengths, buffer_length)
     start = (_initial_beams(initial_cache, setup.batch, beam_size, total),)
     (beams,) = tf.while_loop(
@@ -336,9 +359,15 @@ def beam_search(
         maximum_iterations=total,
     )
     # [batch, k, total + 1] --> [batch, nbest, total], dropping the start position.
-    return SearchResult(
-        beams.fin_seq[:, :nbest, 1:], beams.fin_scores[:, :nbest], beams.fin_lp[:, :nbest]
+    ids, scores, log_probs = (
+        beams.fin_seq[:, :nbest, 1:],
+        beams.fin_scores[:, :nbest],
+        beams.fin_lp[:, :nbest],
     )
+    if banks is not None:  # without UNMET_PENALTY
+        lengths = tf.reduce_sum(tf.cast(ids > 0, tf.int32), axis=-1)
+        scores = log_probs / length_penalty(lengths, setup.alpha)
+    return SearchResult(ids, scores, log_probs)
 
 
 def _filter_top_k(logits: tf.Tensor, top_k: int) -> tf.Tensor:

@@ -15,7 +15,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from t2t_lite.decode.constraint import Constraint, constrained_step_fn
+from t2t_lite.decode.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
 from t2t_lite.decode.search import (
     SearchResult,
     StepFn,
@@ -23,6 +23,7 @@ from t2t_lite.decode.search import (
     sample_search,
     write_column,
 )
+from t2t_lite.decode.terminology import TermBanks, TermConstraint
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.ensemble import members
 from t2t_lite.model.layers.masks import padding_mask
@@ -140,6 +141,8 @@ def translate_ids(
     use_cache: bool = True,
     constraint: Constraint | None = None,
     fixed_shapes: bool = False,
+    prefix: tf.Tensor | None = None,
+    terms: tf.Tensor | None = None,
 ) -> SearchResult:
     """Beam search with a `Transformer` on zero-padded source ids [batch, source] (each ending
     in EOS); each output is at most its input length + `extra_length` long. With a
@@ -147,6 +150,8 @@ def translate_ids(
     `fixed_shapes` keeps every shape of the search fixed by the input's shape, so that the
     search compiles with XLA (`tf.function(jit_compile=True)`): a fixed-length cache, and
     state of source width + `extra_length` positions. It finds the same hypotheses.
+    `prefix` [batch, P] forces each output's first tokens (`PrefixConstraint`); `terms` [batch,
+    C, T] are target phrases each output must contain (`t2t_lite.decode.terminology`).
 
     Returns:
       SearchResult with ids [batch, nbest, length] and scores [batch, nbest], best first.
@@ -155,12 +160,38 @@ def translate_ids(
     max_lengths, buffer = _search_length(model, inputs, extra_length, fixed_shapes)
     step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
     step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes)
+    constraint, banks = guided(constraint, prefix, terms)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
     batch = tf.shape(inputs)[0]
     return beam_search(
-        step_fn, cache, batch, beam_size, alpha, max_lengths, nbest=nbest, buffer_length=buffer
+        step_fn,
+        cache,
+        batch,
+        beam_size,
+        alpha,
+        max_lengths,
+        nbest=nbest,
+        buffer_length=buffer,
+        banks=banks,
     )
+
+
+def guided(
+    constraint: Constraint | None, prefix: tf.Tensor | None, terms: tf.Tensor | None
+) -> tuple[Constraint | None, TermBanks | None]:
+    """The problem's constraint joined with a target prefix and terminology constraints
+    (`AllOf`), and the beam-allocation hook that the terms need (None without terms)."""
+    if prefix is None and terms is None:
+        return constraint, None
+    parts = [c for c in (constraint,) if c is not None]
+    if prefix is not None:
+        parts.append(PrefixConstraint(prefix))
+    if terms is None:
+        return AllOf(parts), None
+    index = len(parts)
+    parts.append(TermConstraint(terms))
+    return AllOf(parts), TermBanks(lambda cache: cache["constraint"][index])
 
 
 def sample_ids(
@@ -174,15 +205,18 @@ def sample_ids(
     extra_length: int | tf.Tensor = 50,
     constraint: Constraint | None = None,
     fixed_shapes: bool = False,
+    prefix: tf.Tensor | None = None,
 ) -> SearchResult:
     """Greedy decoding (temperature 0) or sampling with a `Transformer`; see `sample_search`
-    (and `translate_ids` for `constraint` and `fixed_shapes`)."""
+    (and `translate_ids` for `constraint`, `fixed_shapes` and `prefix`). Terminology
+    constraints need beam search."""
     inputs = tf.convert_to_tensor(inputs, tf.int32)
     max_lengths, buffer = _search_length(model, inputs, extra_length, fixed_shapes)
     step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
     # Rows are never reordered here, so a fixed cache is written in place.
     fixed = "in_place" if fixed_shapes else False
     step_fn, cache = model_step_fn(model, inputs, step_length, fixed_shapes=fixed)
+    constraint, _ = guided(constraint, prefix, None)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
     return sample_search(
