@@ -20,7 +20,7 @@ import time
 
 from absl import app, flags
 
-from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
 from t2t_lite.runtime.progress import resident_memory

@@ -25,7 +25,7 @@ flags.DEFINE_string("visualize_dir", None, "Where PNGs and index.html go (defaul
 
 
 def main() -> None:
-    from t2t_lite.decode.runner import Translator
+    from t2t_lite.decode.translator import Translator
     from t2t_lite.decode.visualize import pyplot, sentence_attention, write_pictures
 
     pyplot()  # without matplotlib, fail before the model loads

@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     if name == "Translator":
-        from t2t_lite.decode.runner import Translator
+        from t2t_lite.decode.translator import Translator
 
         return Translator
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

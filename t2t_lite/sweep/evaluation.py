@@ -20,7 +20,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite.data.pipeline import parse_examples
-from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.translator import Translator
 from t2t_lite.model.ensemble import parameter_count
 from t2t_lite.problems.base import read_metadata
 from t2t_lite.run.run import Run

@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.data import trim_ids
-from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.translator import Translator
 from t2t_lite.metrics.bleu import sacre_bleu
 from t2t_lite.train.step import sum_stats
 

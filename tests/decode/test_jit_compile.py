@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from decoding_helpers import tiny_model, write_tiny_run
 
-from t2t_lite.decode.runner import DecodeConfig, Translator, read_input, run_decode
+from t2t_lite.decode.runner import DecodeConfig, read_input, run_decode
+from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.layers import int8_product
 from t2t_lite.model.quantize import multiplies_in_8_bits, quantized_layers

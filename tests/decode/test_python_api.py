@@ -9,7 +9,8 @@ import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 from decoding_helpers import write_tiny_run
 
 from t2t_lite.decode.exported import ExportedTranslator
-from t2t_lite.decode.runner import DecodeConfig, Translator, run_decode
+from t2t_lite.decode.runner import DecodeConfig, run_decode
+from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
 from t2t_lite.serve import export
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 from decoding_helpers import random_inputs, tiny_model, write_tiny_run
 
 from t2t_lite.decode import transformer_step
-from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.model.layers import SharedEmbedding, int8_kernel, int8_product

@@ -11,7 +11,7 @@ import tensorflow as tf
 from decoding_helpers import tiny_model, write_tiny_run
 
 from t2t_lite.data import load_tokenizer
-from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention, write_pictures
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.run.run import Run

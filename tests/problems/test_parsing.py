@@ -309,7 +309,8 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     import tensorflow as tf
     from decoding_helpers import model_hparams, tiny_model
 
-    from t2t_lite.decode.runner import DecodeConfig, Translator
+    from t2t_lite.decode.runner import DecodeConfig
+    from t2t_lite.decode.translator import Translator
     from t2t_lite.run.layout import CHECKPOINT_DIR
     from t2t_lite.run.run_info import RunInfo
 

@@ -12,7 +12,8 @@ import pytest
 import serve_helpers
 from fastapi.testclient import TestClient
 
-from t2t_lite.decode.runner import DecodeConfig, Translator, run_decode
+from t2t_lite.decode.runner import DecodeConfig, run_decode
+from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.run.run import Run

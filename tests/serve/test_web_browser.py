@@ -13,7 +13,7 @@ import sys
 import pytest
 import serve_helpers
 
-from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.run.run import Run
 

@@ -8,7 +8,7 @@ import serve_helpers
 from fastapi.testclient import TestClient
 
 from t2t_lite.data.trees import Tree, parse_tree
-from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.translator import Translator
 from t2t_lite.metrics import evalb
 from t2t_lite.run.run import Run
 from t2t_lite.serve.web.app import create_app

@@ -18,7 +18,7 @@ from t2t_lite.train.evaluation import dev_bleu, dev_texts
 
 
 def _fake_search(reverse: bool):
-    """A stand-in for t2t_lite.decode.runner.search_function whose search answers by reversing
+    """A stand-in for t2t_lite.decode.translator.search_function whose search answers by reversing
     (or copying) the source ids; the model is not used. It checks the settings are greedy."""
 
     def search_function(model, settings, constraint=None, fixed_shapes=False):
@@ -53,7 +53,7 @@ def reverse_data(tmp_path_factory):
 
 @pytest.mark.parametrize("reverse", [True, False])
 def test_dev_bleu_scores_decoded_dev_examples(reverse_data, monkeypatch, reverse):
-    from t2t_lite.decode import runner
+    from t2t_lite.decode import translator as runner
 
     problem, data_dir = reverse_data
     monkeypatch.setattr(runner, "search_function", _fake_search(reverse))

@@ -1,6 +1,6 @@
 """`t2t-serve --output_dir=RUN`: a training run restored as `t2t-decode` restores it.
 
-Translations come from `t2t_lite.decode.runner.Translator`, so the page shows what t2t-decode
+Translations come from `t2t_lite.decode.translator.Translator`, so the page shows what t2t-decode
 writes for the same checkpoint and settings (the problem's decoding constraint and
 postprocessing included), and attention from `t2t_lite.decode.visualize.sentence_attention`, the
 data t2t-visualize draws. A `Translator` compiles one search per settings; a small cache keeps
@@ -18,7 +18,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t_lite.decode.runner import Translator
+from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.run.run import Run

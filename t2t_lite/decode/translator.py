@@ -1,0 +1,252 @@
+"""`Translator`: a restored model, its tokenizer and search settings, translating and scoring
+lines in batches.
+
+Lines are tokenized with the run's own vocabulary (`problem.tokenizer(data_dir)`), sorted by
+length, batched by source tokens, searched inside one `tf.function` (beam search or sampling,
+`t2t_lite.decode.transformer_step.search_function`), and returned in input order. An empty or
+whitespace-only line gives no hypothesis; a line longer than the model's positions is truncated
+with a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite.decode.batches import bucket_rows, bucket_width, pad_batch, token_batches
+from t2t_lite.decode.exported import ExportedTranslator, is_export, shape_translations
+from t2t_lite.decode.replicas import split_rows
+from t2t_lite.decode.search import SearchResult
+from t2t_lite.decode.transformer_step import score_ids, search_function
+from t2t_lite.hparams import SearchSettings
+from t2t_lite.model.quantize import multiplies_in_8_bits
+from t2t_lite.run.run import Run
+from t2t_lite.runtime.progress import DecodeProgress
+from t2t_lite.vocabulary import EOS_ID, UNK_ID
+
+
+class Hypothesis(NamedTuple):
+    text: str
+    score: float  # log-prob / lp(length), what the beam ranks by
+    log_prob: float
+
+
+class Translator:
+    """A restored model, its tokenizer and search settings; translates and scores lines.
+
+    `translate(lines)` returns a translation per line, `hypotheses(lines)` the search's
+    `nbest` Hypothesis per line (none for an empty line);
+    `score(sources, targets)` returns log p(target | source) per pair (None if either is empty).
+    With a `strategy` (whose scope made the model), each batch is split across its replicas.
+    With `jit_compile`, XLA compiles the search, once per batch shape (`t2t_lite.decode.batches`
+    holds the shapes to a few buckets); it finds the same hypotheses.
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        settings: SearchSettings,
+        batch_tokens: int = 4096,
+        postprocess: Callable[[str, str], str] | None = None,
+        constraint: Any = None,
+        strategy: tf.distribute.Strategy | None = None,
+        jit_compile: bool = False,
+    ):
+        if tokenizer.vocab_size != model.vocab_size:
+            raise ValueError(
+                f"the tokenizer has {tokenizer.vocab_size} ids but the model {model.vocab_size}; "
+                "--data_dir must hold the vocabulary the model was trained with"
+            )
+        settings.check(model.max_positions)
+        self.model, self.tokenizer, self.settings = model, tokenizer, settings
+        # (source line, decoded text) -> output text; a problem's `postprocess` (trees repaired
+        # over the source words for parsing).
+        self.postprocess = postprocess or (lambda source, output: output)
+        self.batch_tokens = batch_tokens
+        self.max_positions = settings.input_limit(model.max_positions)
+        if jit_compile and strategy is not None and strategy.num_replicas_in_sync > 1:
+            raise ValueError(
+                f"--jit_compile decodes on one device, but --strategy has "
+                f"{strategy.num_replicas_in_sync} replicas; use --strategy=default"
+            )
+        if jit_compile and multiplies_in_8_bits(model):
+            raise ValueError(
+                "--jit_compile with --quantize=int8 on a float32 model: its 8-bit products are "
+                "a oneDNN op that XLA cannot compile; drop one of the two flags (the int8 "
+                "weights of a bfloat16 model compile)"
+            )
+        self.jit_compile = jit_compile
+        spec = tf.TensorSpec([None, None], tf.int32)
+        search = search_function(model, settings, constraint, fixed_shapes=jit_compile)
+        search = split_rows(strategy, search)
+        self._search = tf.function(search, input_signature=[spec], jit_compile=jit_compile)
+        score = split_rows(strategy, lambda x, y: score_ids(model, x, y))
+        self._score = tf.function(score, input_signature=[spec] * 2)
+
+    @classmethod
+    def from_run(
+        cls,
+        run: Run | str,
+        batch_tokens: int = 4096,
+        jit_compile: bool = False,
+        checkpoint: str | None = None,
+        quantize: str | None = None,
+        **search: Any,
+    ) -> Translator | ExportedTranslator:
+        """A translator that searches as the run says, with the problem's constraint and
+        postprocessing, over the replicas of `run.strategy`.
+
+        `run` is a restored `Run`, or a path: a run folder of t2t-train (restored with
+        `checkpoint` and `quantize` as t2t-decode's flags, and `search` settings such as
+        beam_size=4, alpha=0.6, nbest=4 over the problem's), or a SavedModel of t2t-export (or
+        its folder of versions), which gives an `ExportedTranslator` with the same `translate`.
+        """
+        if isinstance(run, str):
+            if is_export(run):
+                if checkpoint or quantize or search:
+                    raise ValueError(f"{run} is an export: its checkpoint and search are fixed")
+                return ExportedTranslator(run)
+            run = Run.restore(run, checkpoint, search=search, quantize=quantize)
+        elif checkpoint or quantize or search:
+            raise ValueError("a restored Run has its checkpoint and search settings already")
+        return cls(
+            run.model,
+            run.tokenizer,
+            run.search,
+            batch_tokens,
+            run.problem.postprocess,
+            run.constraint,
+            run.strategy,
+            jit_compile,
+        )
+
+    def translate(self, lines: Sequence[str], nbest: int = 1, scores: bool = False) -> list:
+        """Translates text: a string per line (an empty line gives ""); with nbest > 1 (up to
+        the search's nbest) a list of `nbest` strings per line, best first; with `scores`
+        (text, score) pairs instead, the score being what the search ranks by."""
+        if not 1 <= nbest <= self.settings.nbest:
+            raise ValueError(
+                f"nbest={nbest} must be in [1, {self.settings.nbest}] (the search's nbest; "
+                "pass nbest= to from_run for more)"
+            )
+        found = self.hypotheses(lines, log_progress=False)
+        texts = [[h.text for h in hyps] for hyps in found]
+        values = [[h.score for h in hyps] for hyps in found]
+        return shape_translations(lines, texts, values, nbest, scores)
+
+    def search_ids(self, sources: Sequence[Sequence[int]]) -> SearchResult:
+        """Source id lists (each ending in EOS) --> the search's result, ids [batch, nbest,
+        length], in one batch; under `jit_compile` padded to its bucket's shape first."""
+        if not self.jit_compile:
+            return self._search(pad_batch(sources))
+        width = self._bucket_width(max(len(s) for s in sources))
+        count = bucket_rows(len(sources), width, self.batch_tokens)
+        found = self._search(pad_batch(sources, width, count))
+        return SearchResult(*(value[: len(sources)] for value in found))
+
+    def _bucket_width(self, length: int) -> int:
+        """The padded width of a batch under `jit_compile`, within the model's positions."""
+        return min(bucket_width(length), self.max_positions)
+
+    def encode(self, lines: Sequence[str], names: Sequence[str]) -> list[list[int] | None]:
+        """Texts --> ids ending in EOS, truncated to the model's positions (warning with the
+        line's name, e.g. "in.txt:7"); None for empty or whitespace-only lines."""
+        texts = [line.strip() for line in lines]
+        encoded: list[list[int] | None] = [None] * len(texts)
+        nonempty = [i for i, t in enumerate(texts) if t]
+        for start in range(0, len(nonempty), 10000):  # bounded memory for long files
+            chunk = nonempty[start : start + 10000]
+            ids = self.tokenizer.encode(tf.constant([texts[i] for i in chunk])).to_list()
+            for i, row in zip(chunk, ids, strict=True):
+                if len(row) + 1 > self.max_positions:
+                    logging.warning(
+                        "%s: %d tokens, truncated to the model's %d positions",
+                        names[i],
+                        len(row) + 1,
+                        self.max_positions,
+                    )
+                    row = row[: self.max_positions - 1]
+                encoded[i] = row + [EOS_ID]
+        return encoded
+
+    def hypotheses(
+        self,
+        lines: Sequence[str],
+        names: Sequence[str] | None = None,
+        log_progress: bool = True,
+    ) -> list[list[Hypothesis]]:
+        """Per line, the search's `nbest` Hypothesis (none for an empty line); `names` (e.g.
+        "in.txt:7") name the lines in warnings, by default "line N"."""
+        names = names or [f"line {i + 1}" for i in range(len(lines))]
+        sources = self.encode(lines, names)
+        results: list[list[Hypothesis]] = [[] for _ in lines]
+        todo = [i for i, s in enumerate(sources) if s is not None]
+        progress = DecodeProgress(len(todo), "decoded", enabled=log_progress)
+        width = self._bucket_width if self.jit_compile else None
+        for batch in token_batches([len(sources[i]) for i in todo], self.batch_tokens, width):
+            rows = [todo[j] for j in batch]
+            found = self.search_ids([sources[i] for i in rows])
+            ids = found.ids.numpy()  # [rows, nbest, length]
+            flat = ids.reshape(-1, ids.shape[-1])  # --> [rows * nbest, length]
+            texts = self.tokenizer.decode(flat).numpy().reshape(ids.shape[:2])  # [rows, nbest]
+            scores, log_probs = found.scores.numpy(), found.log_probs.numpy()  # [rows, nbest]
+            for r, i in enumerate(rows):
+                results[i] = [
+                    Hypothesis(
+                        self.postprocess(lines[i].strip(), text.decode("utf-8")),
+                        float(score),
+                        float(log_prob),
+                    )
+                    for text, score, log_prob in zip(texts[r], scores[r], log_probs[r], strict=True)
+                ]
+            progress.update(len(rows), int((ids[:, 0] > 0).sum()))
+        progress.finish()
+        report_unknown_pieces(sources, names)
+        return results
+
+    def score(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        source_names: Sequence[str],
+        target_names: Sequence[str],
+    ) -> list[float | None]:
+        source_ids = self.encode(sources, source_names)
+        target_ids = self.encode(targets, target_names)
+        todo = [i for i in range(len(sources)) if source_ids[i] and target_ids[i]]
+        results: list[float | None] = [None] * len(sources)
+        progress = DecodeProgress(len(todo), "scored")
+        lengths = [max(len(source_ids[i]), len(target_ids[i])) for i in todo]
+        for batch in token_batches(lengths, self.batch_tokens):
+            rows = [todo[j] for j in batch]
+            inputs = pad_batch([source_ids[i] for i in rows])
+            expected = pad_batch([target_ids[i] for i in rows])
+            for i, value in zip(rows, self._score(inputs, expected).numpy(), strict=True):
+                results[i] = float(value)
+            progress.update(len(rows), int((expected > 0).sum()))
+        progress.finish()
+        report_unknown_pieces(source_ids, source_names)
+        report_unknown_pieces(target_ids, target_names, "--score_file lines")
+        return results
+
+
+def report_unknown_pieces(
+    encoded: Sequence[list[int] | None], names: Sequence[str], what: str = "inputs"
+) -> int:
+    """Warns `N inputs had unknown pieces` (pieces the vocabulary lacks, read as <unk>: the
+    model sees no word there), naming the first few lines; returns N."""
+    unknown = [name for ids, name in zip(encoded, names, strict=True) if ids and UNK_ID in ids]
+    if unknown:
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        logging.warning(
+            "%d %s had unknown pieces (not in the vocabulary, read as <unk>): %s%s",
+            len(unknown),
+            what if len(unknown) > 1 else what.removesuffix("s"),
+            ", ".join(unknown[:5]),
+            more,
+        )
+    return len(unknown)
