@@ -246,10 +246,13 @@ def search_function(
     settings: SearchSettings,
     constraint: Constraint | None = None,
     fixed_shapes: bool = False,
-) -> Callable[[tf.Tensor], SearchResult]:
+    guided: bool = False,
+) -> Callable[..., SearchResult]:
     """The search `settings` ask for, as a function of source ids [batch, source]: beam search
     (`translate_ids`), or sampling (`sample_ids`) when `settings.sampling`. `fixed_shapes`: a
-    search that XLA compiles (`translate_ids`)."""
+    search that XLA compiles (`translate_ids`). `guided`: a function of (source ids, prefix
+    [batch, P], terms [batch, C, T]) instead (target prefixes and terminology constraints;
+    sampling takes the prefix only)."""
     shared = {
         "extra_length": settings.extra_length,
         "constraint": constraint,
@@ -257,6 +260,12 @@ def search_function(
     }
     if settings.sampling:
         sampling = {k: getattr(settings, k) for k in ("temperature", "top_k", "top_p", "seed")}
-        return functools.partial(sample_ids, model, **sampling, **shared)
+        search = functools.partial(sample_ids, model, **sampling, **shared)
+        if guided:
+            return lambda inputs, prefix, terms: search(inputs, prefix=prefix)
+        return search
     beam = {k: getattr(settings, k) for k in ("beam_size", "alpha", "nbest")}
-    return functools.partial(translate_ids, model, **beam, **shared)
+    search = functools.partial(translate_ids, model, **beam, **shared)
+    if guided:
+        return lambda inputs, prefix, terms: search(inputs, prefix=prefix, terms=terms)
+    return search

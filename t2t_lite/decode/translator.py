@@ -13,11 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from t2t_lite.decode.batches import bucket_rows, bucket_width, pad_batch, token_batches
+from t2t_lite.decode.confidence import Calibration
+from t2t_lite.decode.details import Details, describe, forced_pass
 from t2t_lite.decode.exported import ExportedTranslator, is_export, shape_translations
+from t2t_lite.decode.guidance import EncodedGuides, Guide, encode_guides, report_unplaced
 from t2t_lite.decode.replicas import split_rows
 from t2t_lite.decode.search import SearchResult
 from t2t_lite.decode.transformer_step import score_ids, search_function
@@ -32,6 +36,7 @@ class Hypothesis(NamedTuple):
     text: str
     score: float  # log-prob / lp(length), what the beam ranks by
     log_prob: float
+    details: Details | None = None  # tokens, their probabilities, alignment, confidence
 
 
 class Translator:
@@ -55,6 +60,7 @@ class Translator:
         constraint: Any = None,
         strategy: tf.distribute.Strategy | None = None,
         jit_compile: bool = False,
+        calibration: Calibration | None = None,
     ):
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
@@ -84,6 +90,15 @@ class Translator:
         search = search_function(model, settings, constraint, fixed_shapes=jit_compile)
         search = split_rows(strategy, search)
         self._search = tf.function(search, input_signature=[spec], jit_compile=jit_compile)
+        # Searches with a prefix or terminology constraints (`guidance`): traced when first
+        # asked for, without XLA (their extra inputs vary in shape from batch to batch).
+        guided = split_rows(strategy, search_function(model, settings, constraint, guided=True))
+        specs = [spec, spec, tf.TensorSpec([None, None, None], tf.int32)]
+        self._guided = tf.function(guided, input_signature=specs)
+        self._forced = tf.function(
+            lambda x, y: forced_pass(model, x, y), input_signature=[spec, spec]
+        )
+        self.calibration = calibration or Calibration()
         score = split_rows(strategy, lambda x, y: score_ids(model, x, y))
         self._score = tf.function(score, input_signature=[spec] * 2)
 
@@ -122,18 +137,35 @@ class Translator:
             run.constraint,
             run.strategy,
             jit_compile,
+            Calibration.load(run.output_dir),
         )
 
-    def translate(self, lines: Sequence[str], nbest: int = 1, scores: bool = False) -> list:
+    def translate(
+        self,
+        lines: Sequence[str],
+        nbest: int = 1,
+        scores: bool = False,
+        prefixes: Sequence[str] | None = None,
+        constraints: Sequence[Sequence[str]] | None = None,
+    ) -> list:
         """Translates text: a string per line (an empty line gives ""); with nbest > 1 (up to
         the search's nbest) a list of `nbest` strings per line, best first; with `scores`
-        (text, score) pairs instead, the score being what the search ranks by."""
+        (text, score) pairs instead, the score being what the search ranks by. `prefixes`: a
+        target prefix per line ("" for none) that each translation starts with;
+        `constraints`: per line, target phrases that each translation must contain."""
         if not 1 <= nbest <= self.settings.nbest:
             raise ValueError(
                 f"nbest={nbest} must be in [1, {self.settings.nbest}] (the search's nbest; "
                 "pass nbest= to from_run for more)"
             )
-        found = self.hypotheses(lines, log_progress=False)
+        guides = None
+        if prefixes is not None or constraints is not None:
+            prefixes = prefixes if prefixes is not None else [""] * len(lines)
+            constraints = constraints if constraints is not None else [()] * len(lines)
+            if not len(prefixes) == len(constraints) == len(lines):
+                raise ValueError("prefixes and constraints need one entry per line")
+            guides = [Guide(p, tuple(c)) for p, c in zip(prefixes, constraints, strict=True)]
+        found = self.hypotheses(lines, log_progress=False, guides=guides)
         texts = [[h.text for h in hyps] for hyps in found]
         values = [[h.score for h in hyps] for hyps in found]
         return shape_translations(lines, texts, values, nbest, scores)
@@ -173,14 +205,31 @@ class Translator:
                 encoded[i] = row + [EOS_ID]
         return encoded
 
+    def max_output_length(self, source_length: int) -> int:
+        """The longest output (EOS included) of a source of `source_length` ids."""
+        extra = self.settings.extra_length
+        return max(1, min(source_length + extra, self.model.max_positions))
+
+    def guided_search_ids(self, sources, guides, names) -> tuple[SearchResult, EncodedGuides]:
+        """`search_ids` with a `Guide` per source (prefix and phrases; `guidance`)."""
+        if self.settings.sampling and any(g.constraints for g in guides):
+            raise ValueError("terminology constraints need beam search; drop --sampling")
+        limits = [self.max_output_length(len(s)) for s in sources]
+        encoded = encode_guides(self.tokenizer, guides, limits, names)
+        return self._guided(pad_batch(sources), encoded.prefix, encoded.terms), encoded
+
     def hypotheses(
         self,
         lines: Sequence[str],
         names: Sequence[str] | None = None,
         log_progress: bool = True,
+        guides: Sequence[Guide] | None = None,
+        details: bool = False,
     ) -> list[list[Hypothesis]]:
         """Per line, the search's `nbest` Hypothesis (none for an empty line); `names` (e.g.
-        "in.txt:7") name the lines in warnings, by default "line N"."""
+        "in.txt:7") name the lines in warnings, by default "line N". `guides`: a `Guide` per
+        line (target prefix, terminology constraints), or None. `details`: each Hypothesis
+        gets its token probabilities, word alignment and confidence (`t2t_lite.decode.details`)."""
         names = names or [f"line {i + 1}" for i in range(len(lines))]
         sources = self.encode(lines, names)
         results: list[list[Hypothesis]] = [[] for _ in lines]
@@ -189,24 +238,54 @@ class Translator:
         width = self._bucket_width if self.jit_compile else None
         for batch in token_batches([len(sources[i]) for i in todo], self.batch_tokens, width):
             rows = [todo[j] for j in batch]
-            found = self.search_ids([sources[i] for i in rows])
+            row_guides = [guides[i] for i in rows] if guides else None
+            found = self._search_rows(
+                [sources[i] for i in rows], row_guides, [names[i] for i in rows]
+            )
             ids = found.ids.numpy()  # [rows, nbest, length]
             flat = ids.reshape(-1, ids.shape[-1])  # --> [rows * nbest, length]
             texts = self.tokenizer.decode(flat).numpy().reshape(ids.shape[:2])  # [rows, nbest]
             scores, log_probs = found.scores.numpy(), found.log_probs.numpy()  # [rows, nbest]
+            about = self._describe([sources[i] for i in rows], ids) if details else None
             for r, i in enumerate(rows):
                 results[i] = [
                     Hypothesis(
-                        self.postprocess(lines[i].strip(), text.decode("utf-8")),
-                        float(score),
-                        float(log_prob),
+                        self.postprocess(lines[i].strip(), texts[r, n].decode("utf-8")),
+                        float(scores[r, n]),
+                        float(log_probs[r, n]),
+                        about[r * ids.shape[1] + n] if about else None,
                     )
-                    for text, score, log_prob in zip(texts[r], scores[r], log_probs[r], strict=True)
+                    for n in range(ids.shape[1])
                 ]
             progress.update(len(rows), int((ids[:, 0] > 0).sum()))
         progress.finish()
         report_unknown_pieces(sources, names)
         return results
+
+    def _search_rows(self, sources, guides, names) -> SearchResult:
+        """One batch's search, guided (warning for the lines whose phrases were not placed)
+        where any line has a guide."""
+        if not guides or not any(guides):
+            return self.search_ids(sources)
+        found, encoded = self.guided_search_ids(sources, guides, names)
+        report_unplaced(found.ids[:, 0].numpy(), encoded.phrases, names)
+        return found
+
+    def _describe(self, sources, ids: np.ndarray) -> list[Details]:
+        """`details.describe` of every hypothesis in ids [rows, nbest, length], row-major."""
+        nbest = ids.shape[1]
+        repeated = [s for s in sources for _ in range(nbest)]
+        outputs = ids.reshape(-1, ids.shape[-1])
+        width = max(1, int((outputs > 0).sum(axis=1).max()))
+        token_lp, attention = self._forced(pad_batch(repeated), outputs[:, :width])
+        return describe(
+            self.tokenizer,
+            self.calibration,
+            repeated,
+            outputs,
+            token_lp.numpy(),
+            attention.numpy(),
+        )
 
     def score(
         self,

@@ -179,7 +179,8 @@ class Transformer(keras.Model):
         """Attention weights of every layer and head for a teacher-forced pair (no dropout).
 
         Returns {"encoder": [...], "decoder_self": [...], "decoder_cross": [...]}, one entry per
-        layer of shape [batch, heads, query, key].
+        layer of shape [batch, heads, query, key], and "logits" [batch, target, vocab], the
+        output of the same pass.
         """
         memory_mask = padding_mask(inputs)
         x = self._embed(self.embedding, inputs)
@@ -190,8 +191,13 @@ class Transformer(keras.Model):
         self_mask = attention_mask(length, tf.ones_like(targets, tf.bool), causal=True)
         cross_mask = attention_mask(length, memory_mask)
         y = self._embed(self._target_embedding, tf.pad(targets, [[0, 0], [1, 0]])[:, :-1])
-        _, self_maps, cross_maps = self.decoder.attention_maps(y, memory, self_mask, cross_mask)
-        return {"encoder": encoder_maps, "decoder_self": self_maps, "decoder_cross": cross_maps}
+        out, self_maps, cross_maps = self.decoder.attention_maps(y, memory, self_mask, cross_mask)
+        return {
+            "encoder": encoder_maps,
+            "decoder_self": self_maps,
+            "decoder_cross": cross_maps,
+            "logits": self._logits(out),
+        }
 
     def project_memory(self, memory: tf.Tensor, memory_mask: tf.Tensor) -> dict[str, Any]:
         """What every search step reads from the encoder, computed once per sentence: each

@@ -1,0 +1,91 @@
+"""A sentence confidence in [0, 1] that a person can read: the expected sentence chrF (over
+100) of a translation, given its mean token log-probability.
+
+The mapping is fitted on the dev split by isotonic regression (`fit`, scikit-learn's
+`IsotonicRegression`: monotone, no shape assumed) and saved in the run directory as
+`confidence.json` (`t2t-calibrate`). A run without it gets the uncalibrated measure, the
+geometric mean of the token probabilities, and says so (`Calibration.name`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from t2t_lite.runtime import atomic_io
+
+CALIBRATION_FILE = "confidence.json"
+
+
+def mean_log_prob(token_log_probs: Sequence[float]) -> float:
+    """The length-normalized log-probability of an output (EOS included)."""
+    return float(np.mean(token_log_probs)) if len(token_log_probs) else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Mean token log-prob --> confidence, piecewise linear between fitted points (flat
+    beyond them); with no points, exp(mean log-prob)."""
+
+    x: tuple[float, ...] = ()
+    y: tuple[float, ...] = ()
+    sentences: int = 0
+    spearman: float | None = None  # rank correlation with sentence chrF where it was fitted
+
+    @property
+    def name(self) -> str:
+        if not self.x:
+            return "uncalibrated (geometric mean token probability)"
+        return f"expected chrF / 100, fitted on {self.sentences} dev sentences"
+
+    def __call__(self, token_log_probs: Sequence[float]) -> float:
+        value = mean_log_prob(token_log_probs)
+        if not self.x:
+            return math.exp(value)
+        return float(np.clip(np.interp(value, self.x, self.y), 0.0, 1.0))
+
+    def save(self, run_dir: str) -> str:
+        path = os.path.join(run_dir, CALIBRATION_FILE)
+        atomic_io.write_text(path, json.dumps(dataclasses.asdict(self), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, run_dir: str | None) -> Calibration:
+        """The run's calibration, or the uncalibrated measure when it has none."""
+        path = os.path.join(run_dir, CALIBRATION_FILE) if run_dir else ""
+        if not path or not os.path.exists(path):
+            return cls()
+        with open(path, encoding="utf-8") as f:
+            fields = json.load(f)
+        try:
+            found = cls(
+                tuple(map(float, fields["x"])),
+                tuple(map(float, fields["y"])),
+                int(fields["sentences"]),
+                fields.get("spearman"),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(
+                f"{path}: not a confidence calibration ({e}); rerun t2t-calibrate"
+            ) from None
+        if len(found.x) != len(found.y) or list(found.x) != sorted(found.x):
+            raise ValueError(f"{path}: x must be sorted and as long as y; rerun t2t-calibrate")
+        return found
+
+
+def fit(measures: Sequence[float], chrfs: Sequence[float]) -> Calibration:
+    """Isotonic regression of sentence chrF / 100 on mean token log-prob."""
+    from scipy.stats import spearmanr
+    from sklearn.isotonic import IsotonicRegression
+
+    x, y = np.asarray(measures, np.float64), np.asarray(chrfs, np.float64) / 100.0
+    model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, y)
+    rho = float(spearmanr(x, y).statistic) if len(x) > 2 else None
+    return Calibration(
+        tuple(model.X_thresholds_.tolist()), tuple(model.y_thresholds_.tolist()), len(x), rho
+    )

@@ -1,0 +1,104 @@
+"""Target prefixes, constraints and the terminology table through the `Translator` (the path of
+t2t-decode and the Python API), on a random tiny algorithmic_copy run (words 0..9)."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+from decoding_helpers import write_tiny_run
+
+from t2t_lite.decode.guidance import Guide, Terminology, read_guides
+from t2t_lite.decode.translator import Translator
+
+LINES = ["1 2 3", "", "4 5 6 7 8", "9 9", "3 0 3"]
+
+
+@pytest.fixture(scope="module")
+def translator(tmp_path_factory):
+    root = tmp_path_factory.mktemp("guided")
+    write_tiny_run(root, max_positions=32, seed=5)
+    return Translator.from_run(str(root / "out"), beam_size=4, alpha=0.6, nbest=2)
+
+
+def test_outputs_start_with_their_prefix_and_score_it_as_forced_scoring_does(translator):
+    prefixes = ["7 7", "5", "0 1 2", "", "9"]
+    found = translator.hypotheses(LINES, guides=[Guide(p) for p in prefixes], details=True)
+    for line, prefix, hyps in zip(LINES, prefixes, found, strict=True):
+        if not line:
+            assert hyps == []
+            continue
+        for hyp in hyps:
+            assert hyp.text.split()[: len(prefix.split())] == prefix.split()
+            # The log-prob includes the prefix: the forced pass over the whole output gives it.
+            assert sum(map(math.log, hyp.details.token_probs)) == pytest.approx(hyp.log_prob)
+    # So does scoring the output (t2t-decode --score_file), which adds EOS to the target:
+    # where the search stopped at the maximum length without EOS, EOS's log-prob is added.
+    texts = [hyps[0].text if hyps else "" for hyps in found]
+    names = [f"line {i}" for i in range(len(LINES))]
+    scored = translator.score(LINES, texts, names, names)
+    ended = 0
+    for hyps, value in zip(found, scored, strict=True):
+        if hyps and hyps[0].details.tokens[-1] == "</s>":
+            assert value == pytest.approx(hyps[0].log_prob, abs=1e-4)
+            ended += 1
+        elif hyps:
+            assert value < hyps[0].log_prob
+    assert ended >= 1
+    unguided = translator.translate(LINES)
+    assert translator.translate(LINES, prefixes=[""] * len(LINES)) == unguided
+    assert sum(t != u for t, u in zip(texts, unguided, strict=True)) >= 3
+
+
+def test_every_constraint_appears_in_every_output(translator):
+    constraints = [["8 8"], ["1"], ["2 2 2", "6"], [], ["5 4"]]
+    found = translator.translate(LINES, constraints=constraints)
+    plain = translator.translate(LINES)
+    for text, wanted, before in zip(found, constraints, plain, strict=True):
+        for phrase in wanted:
+            if text:
+                assert f" {phrase} " in f" {text} ", (text, phrase)
+    assert found[3] == plain[3]  # no constraint: the unguided search
+    assert sum(all(f" {p} " in f" {b} " for p in w) for w, b in zip(constraints, plain)) <= 2
+
+
+def test_a_constraint_that_cannot_fit_is_dropped_with_a_warning_naming_the_line(translator, caplog):
+    long = " ".join(["3"] * 40)  # 40 tokens: more than the 32 positions
+    with caplog.at_level(logging.WARNING):
+        found = translator.hypotheses(
+            ["1 2", "4 4"], ["in.txt:1", "in.txt:2"], guides=[Guide("", (long, "7")), Guide()]
+        )
+    assert len(found) == 2 and all(found)
+    assert " 7 " in f" {found[0][0].text} "
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("in.txt:1: constraint") and "dropped" in m for m in messages)
+
+
+def test_terminology_applies_where_the_source_term_occurs_as_a_word(tmp_path):
+    table = tmp_path / "terms.tsv"
+    table.write_text("# source\ttarget\n3\t8 8\n4 5\t0\n\n9\t1\n")
+    terms = Terminology.read(str(table))
+    assert terms.constraints_for("1 2 3") == ("8 8",)
+    assert terms.constraints_for("4 5 6 3") == ("8 8", "0")
+    assert terms.constraints_for("34 5") == ()
+    constraints = tmp_path / "c.tsv"
+    constraints.write_text("6\t8 8\n\n")
+    prefixes = tmp_path / "p.txt"
+    prefixes.write_text("2\n\n")
+    guides = read_guides(2, ["3 9", "4 5"], str(prefixes), str(constraints), str(table))
+    assert guides == [Guide("2", ("6", "8 8", "1")), Guide("", ("0",))]
+    table.write_text("3\t8\t9\n")
+    with pytest.raises(ValueError, match=r"terms.tsv:1: expected 'source term<TAB>target term'"):
+        Terminology.read(str(table))
+    with pytest.raises(ValueError, match=r"--prefix_file .*p.txt has 2 lines but the input has 3"):
+        read_guides(3, ["a", "b", "c"], str(prefixes))
+
+
+def test_sampling_takes_a_prefix_but_refuses_constraints(tmp_path):
+    write_tiny_run(tmp_path, max_positions=32, seed=5)
+    sampler = Translator.from_run(str(tmp_path / "out"), sampling=True, temperature=0.0)
+    found = sampler.translate(["1 2 3"], prefixes=["6 6"])
+    assert found[0].split()[:2] == ["6", "6"]
+    with pytest.raises(ValueError, match="terminology constraints need beam search"):
+        sampler.translate(["1 2 3"], constraints=[["6"]])
