@@ -55,12 +55,13 @@ def test_every_constraint_appears_in_every_output(translator):
     constraints = [["8 8"], ["1"], ["2 2 2", "6"], [], ["5 4"]]
     found = translator.translate(LINES, constraints=constraints)
     plain = translator.translate(LINES)
-    for text, wanted, before in zip(found, constraints, plain, strict=True):
+    for text, wanted in zip(found, constraints, strict=True):
         for phrase in wanted:
             if text:
                 assert f" {phrase} " in f" {text} ", (text, phrase)
     assert found[3] == plain[3]  # no constraint: the unguided search
-    assert sum(all(f" {p} " in f" {b} " for p in w) for w, b in zip(constraints, plain)) <= 2
+    pairs = zip(constraints, plain, strict=True)
+    assert sum(all(f" {p} " in f" {b} " for p in w) for w, b in pairs) <= 2
 
 
 def test_a_constraint_that_cannot_fit_is_dropped_with_a_warning_naming_the_line(translator, caplog):
