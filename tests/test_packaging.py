@@ -119,13 +119,17 @@ def test_wheel_metadata(wheel):
     assert metadata["License-Expression"] == "Apache-2.0"
     assert metadata["Requires-Python"] == ">=3.10"
     extras = set(metadata.get_all("Provides-Extra"))
-    assert extras == {"wmt", "viz", "tensorboard", "serve", "ctranslate2", "grpc", "all", "test"}
+    assert extras == {
+        *("wmt", "viz", "tensorboard", "serve", "ctranslate2", "grpc", "calibrate", "all", "test")
+    }
     requires = metadata.get_all("Requires-Dist")
     core = [r for r in requires if "extra ==" not in r]
     assert not [r for r in core if r.startswith(("tensorflow-datasets", "matplotlib"))], core
     assert 'tensorflow-datasets<5,>=4.9; extra == "wmt"' in requires
     assert 'matplotlib>=3.7; extra == "viz"' in requires
-    assert 't2t_lite[ctranslate2,grpc,serve,tensorboard,viz,wmt]; extra == "all"' in requires
+    assert 't2t_lite[calibrate,ctranslate2,grpc,serve,tensorboard,viz,wmt]; extra == "all"' in (
+        requires
+    )
     entry_points = archive.read(f"{DIST_INFO}/entry_points.txt").decode("utf-8")
     for command, target in PYPROJECT["project"]["scripts"].items():
         assert f"{command} = {target}" in entry_points

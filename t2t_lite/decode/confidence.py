@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from t2t_lite.extras import import_extra
 from t2t_lite.runtime import atomic_io
 
 CALIBRATION_FILE = "confidence.json"
@@ -80,11 +81,11 @@ class Calibration:
 
 def fit(measures: Sequence[float], chrfs: Sequence[float]) -> Calibration:
     """Isotonic regression of sentence chrF / 100 on mean token log-prob."""
-    from scipy.stats import spearmanr
-    from sklearn.isotonic import IsotonicRegression
+    isotonic = import_extra("sklearn.isotonic", "scikit-learn", "calibrate", "t2t-calibrate")
+    from scipy.stats import spearmanr  # installed with scikit-learn
 
     x, y = np.asarray(measures, np.float64), np.asarray(chrfs, np.float64) / 100.0
-    model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, y)
+    model = isotonic.IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, y)
     rho = float(spearmanr(x, y).statistic) if len(x) > 2 else None
     return Calibration(
         tuple(model.X_thresholds_.tolist()), tuple(model.y_thresholds_.tolist()), len(x), rho

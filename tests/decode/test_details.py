@@ -1,0 +1,122 @@
+"""Token probabilities, word alignments and confidence: literal examples, and the alignments of
+trained copy and reverse models."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from decoding_helpers import tiny_model, write_tiny_run
+
+from t2t_lite.decode import confidence, details
+from t2t_lite.decode.translator import Translator
+
+
+class Pieces:
+    """A SentencePiece-like tokenizer over a fixed list of pieces ("▁" starts a word)."""
+
+    def __init__(self, pieces):
+        self.pieces = ["<pad>", "</s>", *pieces]
+
+    def decode_py(self, ids):
+        return "".join(self.pieces[i] for i in ids if i > 1).replace("▁", " ").lstrip()
+
+
+def test_pieces_merge_to_words_on_literal_examples():
+    tok = Pieces(["▁Hel", "lo", "▁wor", "ld", "!", "▁", "▁a"])
+    # "Hello world!" then EOS: the word of each piece, -1 for EOS.
+    assert details.token_words(tok, [2, 3, 4, 5, 6, 1]) == [0, 0, 1, 1, 1, -1]
+    # A piece that is only a space joins the word after it.
+    assert details.token_words(tok, [2, 7, 4, 5]) == [0, 1, 1, 1]
+    assert details.token_words(tok, [8, 7, 8, 1]) == [0, 1, 1, -1]
+
+
+def test_word_alignment_takes_each_target_tokens_strongest_source_token():
+    attention = np.array(
+        [
+            [0.7, 0.1, 0.1, 0.1],  # target word 0 <- source token 0 (word 0)
+            [0.1, 0.1, 0.6, 0.2],  # target word 1 <- source token 2 (word 1)
+            [0.1, 0.5, 0.3, 0.1],  # target word 1 <- source token 1 (word 0)
+            [0.0, 0.0, 0.1, 0.9],  # EOS row: left out
+        ]
+    )
+    pairs = details.word_alignment(attention, [0, 0, 1, -1], [0, 1, 1, -1])
+    assert pairs == [(0, 0), (0, 1), (1, 1)]
+    assert details.pharaoh(pairs) == "0-0 0-1 1-1"
+    # The source EOS column is never chosen, even where it is strongest.
+    assert details.word_alignment(attention, [0, 0, 1, -1], [-1, -1, -1, 0]) == [(1, 0)]
+
+
+def _trained(reverse: bool, steps: int):
+    """A 1+1-layer model trained to copy (or reverse) 3-8 words of algorithmic_copy's ids."""
+    model = tiny_model(13, seed=1, overrides=",d_model=32,d_ff=64")
+    optimizer = keras.optimizers.Adam(3e-3)
+    rng = np.random.default_rng(0)
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            logits = model({"inputs": x, "targets": y}, training=True)
+            loss = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+            mask = tf.cast(y > 0, tf.float32)
+            loss = tf.reduce_sum(loss * mask) / tf.reduce_sum(mask)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+
+    for _ in range(steps):
+        x, y = np.zeros((2, 64, 9), np.int32)
+        for r, k in enumerate(rng.integers(3, 9, size=64)):
+            words = rng.integers(3, 13, size=k)
+            x[r, :k], y[r, :k] = words, words[::-1] if reverse else words
+            x[r, k] = y[r, k] = 1
+        step(x, y)
+    return model
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_trained_copy_and_reverse_models_align_on_the_diagonal_and_anti_diagonal(tmp_path, reverse):
+    model = _trained(reverse, 700)
+    write_tiny_run(tmp_path, max_positions=32, model=model)
+    translator = Translator.from_run(str(tmp_path / "out"), beam_size=2, alpha=0.6)
+    rng = np.random.default_rng(7)
+    lines = [" ".join(map(str, rng.integers(0, 10, size=n))) for n in rng.integers(3, 9, size=30)]
+    found = translator.hypotheses(lines, details=True)
+    on_line, near, total = 0, 0, 0
+    for line, (hyp,) in zip(lines, found, strict=True):
+        n = len(line.split())
+        expected = line.split()[::-1] if reverse else line.split()
+        assert hyp.text.split() == expected  # the model has learned its task
+        for pair in hyp.details.alignment.split():
+            i, j = map(int, pair.split("-"))
+            want = n - 1 - j if reverse else j
+            on_line += i == want
+            near += abs(i - want) <= 1
+            total += 1
+        assert total and len(hyp.details.token_probs) == n + 1
+        lp = math.fsum(map(math.log, hyp.details.token_probs))
+        assert lp == pytest.approx(hyp.log_prob, abs=1e-5)
+    # docs/decoding.md reports these shares.
+    assert on_line / total >= (0.95 if not reverse else 0.7), on_line / total
+    assert near / total >= 0.95
+
+
+def test_calibration_is_monotone_in_the_mean_log_prob_and_survives_a_save(tmp_path):
+    rng = np.random.default_rng(0)
+    measures = rng.uniform(-3.0, 0.0, size=400)
+    chrf = 100 * np.clip(0.9 + 0.25 * measures + rng.normal(0, 0.05, 400), 0, 1)
+    fitted = confidence.fit(measures, chrf)
+    assert fitted.sentences == 400 and fitted.spearman > 0.9
+    values = [fitted([m]) for m in (-4.0, -2.5, -1.0, -0.1, 0.0)]
+    assert values == sorted(values) and 0.0 <= values[0] and values[-1] <= 1.0
+    # The fitted curve follows the line it was drawn from (within the noise).
+    assert fitted([-1.0, -1.0]) == pytest.approx(0.65, abs=0.05)
+    fitted.save(str(tmp_path))
+    assert confidence.Calibration.load(str(tmp_path)) == fitted
+    plain = confidence.Calibration.load(str(tmp_path / "none"))
+    assert plain([-0.5, -1.5]) == pytest.approx(math.exp(-1.0)) and "uncalibrated" in plain.name
+    (tmp_path / confidence.CALIBRATION_FILE).write_text('{"x": [1, 0], "y": [0, 1]}')
+    with pytest.raises(ValueError, match="confidence.json: not a confidence calibration"):
+        confidence.Calibration.load(str(tmp_path))
