@@ -5,6 +5,7 @@
     t2t-decode --output_dir=runs/ende                     # interactive prompt on a terminal
     t2t-decode --output_dir=runs/ende --decode_from_file=src.en --score_file=ref.de  # log-probs
     t2t-decode --output_dir=runs/ende --checkpoint=runs/ende,runs/ende2 < in.en  # an ensemble
+    t2t-decode --output_dir=runs/ende --terminology=terms.tsv --alignment < in.en
 
 Reads the run's hparams.json and vocabulary, so decoding never disagrees with training. N lines
 in give N lines out (an empty line gives an empty line; nbest > 1 writes Moses n-best lines).
@@ -30,6 +31,7 @@ flags.DEFINE_string(
     None,
     "Target lines to score instead of decoding: writes log p(target line | input line) per line.",
 )
+search_flags.define_guidance_flags()
 search_flags.define_jit_compile_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.adopt_module_key_flags(search_flags)

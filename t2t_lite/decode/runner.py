@@ -9,11 +9,13 @@ N lines in give N lines out: an empty or whitespace-only line gives an empty lin
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from t2t_lite.data import iter_raw_lines
+from t2t_lite.decode.guidance import read_guides
 from t2t_lite.decode.replicas import decode_strategy
 from t2t_lite.decode.translator import Hypothesis, Translator
 from t2t_lite.hparams.search_settings import parse_sampling
@@ -23,16 +25,31 @@ from t2t_lite.runtime import atomic_io
 STDIN = "<stdin>"
 
 
-def format_translations(results: Sequence[list[Hypothesis]], nbest: int) -> Iterator[str]:
+def format_translations(
+    results: Sequence[list[Hypothesis]], nbest: int, alignment: bool = False
+) -> Iterator[str]:
     """Output lines: one text per input when nbest == 1, else `nbest` lines
-    `index ||| text ||| score` per input (an empty input: empty texts scored 0)."""
+    `index ||| text ||| score` per input (an empty input: empty texts scored 0). With
+    `alignment`, each line ends in ` ||| ` and the hypothesis's Pharaoh alignment."""
     for index, hyps in enumerate(results):
-        if nbest == 1:
-            yield hyps[0].text if hyps else ""
-            continue
         hyps = hyps or [Hypothesis("", 0.0, 0.0)] * nbest
+        for hyp in hyps[: 1 if nbest == 1 else nbest]:
+            line = hyp.text if nbest == 1 else f"{index} ||| {hyp.text} ||| {hyp.score:.6f}"
+            if alignment:
+                line += f" ||| {hyp.details.alignment if hyp.details else ''}"
+            yield line
+
+
+def format_json_lines(results: Sequence[list[Hypothesis]]) -> Iterator[str]:
+    """One JSON object per input line (`--output_format=jsonl`): {"hypotheses": [{"text",
+    "score", "log_prob", "confidence", "tokens", "token_probs", "alignment"}, ...]}, best
+    first; an empty input line has no hypotheses."""
+    for hyps in results:
+        found = []
         for hyp in hyps:
-            yield f"{index} ||| {hyp.text} ||| {hyp.score:.6f}"
+            about = hyp.details._asdict() if hyp.details else {}
+            found.append({"text": hyp.text, "score": hyp.score, "log_prob": hyp.log_prob, **about})
+        yield json.dumps({"hypotheses": found}, ensure_ascii=False)
 
 
 def format_scores(scores: Iterable[float | None]) -> Iterator[str]:
@@ -104,6 +121,11 @@ class DecodeConfig:
     quantize: str = "none"  # "int8": int8 weights (t2t_lite.model.quantize)
     strategy: str = "default"  # t2t_lite.runtime.distribute.STRATEGIES; see decode_strategy
     jit_compile: bool = False  # XLA compiles the search (Translator)
+    prefix_file: str | None = None  # a target prefix per input line (guidance.read_guides)
+    constraints_file: str | None = None  # tab-separated target phrases per input line
+    terminology: str | None = None  # source term <TAB> target term
+    alignment: bool = False  # append each hypothesis's Pharaoh word alignment
+    output_format: str = "text"  # or "jsonl": text, scores, confidence, tokens, alignment
 
     def restore(self) -> Run:
         """`Run.restore` with these flags; a --problem other than the run's is refused."""
@@ -157,6 +179,7 @@ def run_decode(config: DecodeConfig, restore: Callable[[], Run] | None = None) -
     # An input file is read and checked before the model loads (a bad one fails at once);
     # stdin once the model is ready.
     inputs = read_decode_inputs(config) if config.decode_from_file else None
+    guides = _read_guides(config, inputs[0]) if inputs else None
     run = (restore or config.restore)()
     translator = Translator.from_run(run, config.batch_tokens, config.jit_compile)
     if not config.decode_from_file and not config.score_file and sys.stdin.isatty():
@@ -165,9 +188,22 @@ def run_decode(config: DecodeConfig, restore: Callable[[], Run] | None = None) -
     lines, names, targets, target_names = inputs or read_decode_inputs(config)
     if targets is not None:
         out = format_scores(translator.score(lines, targets, names, target_names))
+        return write_lines(out, config.decode_to_file)
+    guides = guides if inputs else _read_guides(config, lines)
+    details = config.alignment or config.output_format == "jsonl"
+    found = translator.hypotheses(lines, names, guides=guides, details=details)
+    if config.output_format == "jsonl":
+        out = format_json_lines(found)
     else:
-        out = format_translations(translator.hypotheses(lines, names), translator.settings.nbest)
+        out = format_translations(found, translator.settings.nbest, config.alignment)
     return write_lines(out, config.decode_to_file)
+
+
+def _read_guides(config: DecodeConfig, lines: list[str]):
+    """The guides of --prefix_file, --constraints_file and --terminology (None without them)."""
+    return read_guides(
+        len(lines), lines, config.prefix_file, config.constraints_file, config.terminology
+    )
 
 
 def read_decode_inputs(

@@ -72,3 +72,32 @@ def define_jit_compile_flag() -> None:
         "to buckets). Pays where shapes come back (long input files, a server): greedy search "
         "1.1-1.9x faster on a CPU (docs/decoding.md).",
     )
+
+
+def define_guidance_flags() -> None:
+    """Defines t2t-decode's --prefix_file, --constraints_file, --terminology (what a line asks
+    of its translation: `t2t_lite.decode.guidance`), --alignment and --output_format."""
+    flags.DEFINE_string(
+        "prefix_file", None, "A target prefix per input line: each translation starts with it."
+    )
+    flags.DEFINE_string(
+        "constraints_file",
+        None,
+        "Per input line, tab-separated target phrases that its translation must contain.",
+    )
+    flags.DEFINE_string(
+        "terminology",
+        None,
+        "A UTF-8 TSV of source term<TAB>target term: the target term must appear in the "
+        "translation of every line where the source term occurs (whole words, any case).",
+    )
+    flags.DEFINE_boolean(
+        "alignment", False, "Append ' ||| ' and each translation's word alignment (Pharaoh i-j)."
+    )
+    flags.DEFINE_enum(
+        "output_format",
+        "text",
+        ["text", "jsonl"],
+        "jsonl: a JSON object per input line with each hypothesis's text, scores, confidence, "
+        "token probabilities and alignment.",
+    )

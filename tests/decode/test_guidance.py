@@ -3,6 +3,7 @@ t2t-decode and the Python API), on a random tiny algorithmic_copy run (words 0..
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 
@@ -10,6 +11,7 @@ import pytest
 from decoding_helpers import write_tiny_run
 
 from t2t_lite.decode.guidance import Guide, Terminology, read_guides
+from t2t_lite.decode.runner import DecodeConfig, run_decode
 from t2t_lite.decode.translator import Translator
 
 LINES = ["1 2 3", "", "4 5 6 7 8", "9 9", "3 0 3"]
@@ -103,3 +105,45 @@ def test_sampling_takes_a_prefix_but_refuses_constraints(tmp_path):
     assert found[0].split()[:2] == ["6", "6"]
     with pytest.raises(ValueError, match="terminology constraints need beam search"):
         sampler.translate(["1 2 3"], constraints=[["6"]])
+
+
+def test_t2t_decode_flags_write_n_lines_with_alignments_and_json(tmp_path):
+    write_tiny_run(tmp_path, max_positions=32, seed=5)
+    (tmp_path / "in.txt").write_text("1 2 3\n\n4 5 6\n")
+    (tmp_path / "terms.tsv").write_text("5\t9 9\n")
+    (tmp_path / "prefix.txt").write_text("0\n\n\n")
+    common = {
+        "decode_from_file": str(tmp_path / "in.txt"),
+        "terminology": str(tmp_path / "terms.tsv"),
+        "prefix_file": str(tmp_path / "prefix.txt"),
+        "beam_size": 2,
+    }
+    text_out, json_out = tmp_path / "out.txt", tmp_path / "out.jsonl"
+    config = DecodeConfig(
+        str(tmp_path / "out"), decode_to_file=str(text_out), alignment=True, **common
+    )
+    assert run_decode(config) == 3
+    lines = text_out.read_text().split("\n")[:-1]
+    texts = [line.split(" ||| ")[0] for line in lines]
+    assert texts[0].split()[0] == "0" and texts[1] == "" and " 9 9 " in f" {texts[2]} "
+    for line, source in zip(lines, ["1 2 3", "", "4 5 6"], strict=True):
+        text, alignment = line.split(" ||| ")
+        pairs = [tuple(map(int, p.split("-"))) for p in alignment.split()]
+        assert all(i < len(source.split()) and j < len(text.split()) for i, j in pairs)
+        assert bool(pairs) == bool(source)
+    config = DecodeConfig(
+        str(tmp_path / "out"), decode_to_file=str(json_out), output_format="jsonl", **common
+    )
+    assert run_decode(config) == 3
+    records = [json.loads(line) for line in json_out.read_text().split("\n")[:-1]]
+    assert [len(r["hypotheses"]) for r in records] == [1, 0, 1]
+    best = records[2]["hypotheses"][0]
+    assert best["text"] == texts[2] and best["alignment"] == lines[2].split(" ||| ")[1]
+    assert 0.0 <= best["confidence"] <= 1.0
+    assert math.fsum(map(math.log, best["token_probs"])) == pytest.approx(
+        best["log_prob"], abs=1e-4
+    )
+    (tmp_path / "prefix.txt").write_text("0\n")
+    config = DecodeConfig(str(tmp_path / "out"), decode_to_file=str(json_out), **common)
+    with pytest.raises(ValueError, match="--prefix_file .*prefix.txt has 1 lines but the input"):
+        run_decode(config, restore=lambda: pytest.fail("read before the model"))
