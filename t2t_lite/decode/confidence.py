@@ -82,11 +82,33 @@ class Calibration:
 def fit(measures: Sequence[float], chrfs: Sequence[float]) -> Calibration:
     """Isotonic regression of sentence chrF / 100 on mean token log-prob."""
     isotonic = import_extra("sklearn.isotonic", "scikit-learn", "calibrate", "t2t-calibrate")
-    from scipy.stats import spearmanr  # installed with scikit-learn
 
     x, y = np.asarray(measures, np.float64), np.asarray(chrfs, np.float64) / 100.0
     model = isotonic.IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, y)
-    rho = float(spearmanr(x, y).statistic) if len(x) > 2 else None
+    rho = spearman(x, y) if len(x) > 2 else None
     return Calibration(
         tuple(model.X_thresholds_.tolist()), tuple(model.y_thresholds_.tolist()), len(x), rho
     )
+
+
+def measures_and_chrf(
+    hypotheses: Sequence[Sequence], references: Sequence[str]
+) -> tuple[list[float], list[float]]:
+    """The mean token log-prob and the sentence chrF (sacreBLEU) of each line's best
+    `Translator.hypotheses(..., details=True)` against its reference; empty lines left out."""
+    import sacrebleu
+
+    measures, chrfs = [], []
+    for hyps, reference in zip(hypotheses, references, strict=True):
+        if not hyps or not reference.strip():
+            continue
+        measures.append(mean_log_prob(np.log(hyps[0].details.token_probs)))
+        chrfs.append(sacrebleu.sentence_chrf(hyps[0].text, [reference]).score)
+    return measures, chrfs
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's rank correlation (average ranks for ties)."""
+    from scipy.stats import spearmanr  # installed with scikit-learn (the calibrate extra)
+
+    return float(spearmanr(a, b).statistic)

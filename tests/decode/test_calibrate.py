@@ -1,0 +1,67 @@
+"""t2t-calibrate as a user runs it, on a tiny SentencePiece text2text run: the fit lands in the
+run directory and t2t-decode's confidence follows it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from serve_helpers import sentences, text_run
+
+from t2t_lite.decode.confidence import CALIBRATION_FILE, Calibration
+
+BIN = os.path.dirname(sys.executable)
+
+
+def _command(name, *flags):
+    return subprocess.run(
+        [os.path.join(BIN, name), *flags], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_calibrate_fits_on_dev_and_decode_reports_that_confidence(tmp_path):
+    output_dir = text_run(tmp_path)
+    done = _command("t2t-calibrate", f"--output_dir={output_dir}", "--lines=10", "--beam_size=2")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "fitted on 10 dev sentences" in done.stdout
+    fitted = Calibration.load(output_dir)
+    assert fitted.sentences == 10 and list(fitted.x) == sorted(fitted.x)
+    assert all(0.0 <= y <= 1.0 for y in fitted.y)
+    (tmp_path / "in.txt").write_text("\n".join(sentences(4, seed=99)) + "\n")
+    decoded = _command(
+        "t2t-decode",
+        f"--output_dir={output_dir}",
+        f"--decode_from_file={tmp_path / 'in.txt'}",
+        "--output_format=jsonl",
+        "--beam_size=2",
+    )
+    assert decoded.returncode == 0, decoded.stderr[-2000:]
+    for line in decoded.stdout.splitlines():
+        best = json.loads(line)["hypotheses"][0]
+        mean = float(np.mean(np.log(best["token_probs"])))
+        assert best["confidence"] == pytest.approx(fitted([mean]), abs=1e-6)
+    # Held-out lines: the correlation is reported, nothing is refitted.
+    (tmp_path / "ref.txt").write_text("\n".join(sentences(4, seed=98)) + "\n")
+    before = (tmp_path / "run" / CALIBRATION_FILE).read_text()
+    done = _command(
+        "t2t-calibrate",
+        f"--output_dir={output_dir}",
+        f"--decode_from_file={tmp_path / 'in.txt'}",
+        f"--reference={tmp_path / 'ref.txt'}",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Spearman correlation with sentence chrF over 4 lines" in done.stdout
+    assert (tmp_path / "run" / CALIBRATION_FILE).read_text() == before
+    # Without a calibration, the geometric mean token probability.
+    os.remove(tmp_path / "run" / CALIBRATION_FILE)
+    assert math.isclose(Calibration.load(output_dir)([-1.0]), math.exp(-1.0))
+    done = _command("t2t-calibrate", f"--output_dir={output_dir}", f"--reference={tmp_path}")
+    assert done.returncode == 2  # a usage error
+    assert done.stderr.strip().splitlines()[-1] == (
+        "t2t-calibrate: error: --decode_from_file and --reference go together"
+    )
