@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -62,6 +63,22 @@ class Tokenizer(tf.Module):
         """Ids --> text, stopping at the first EOS or padding id."""
         ids_tensor = tf.constant([list(ids) or [PAD_ID]], tf.int32)
         return self.decode(ids_tensor)[0].numpy().decode("utf-8")
+
+    def word_continuations(self) -> np.ndarray:
+        """[vocab_size] bool: the ids whose text joins the word before them (no space between,
+        and a letter or digit first), as "ing" after "walk"; found by decoding every id after a
+        one-letter word in one batch, so any tokenizer answers the same way."""
+        ids = np.arange(self.vocab_size, dtype=np.int32)
+        word = self.encode_py("a")[-1:] or [UNK_ID]
+        alone = self.decode(tf.constant(ids[:, None])).numpy()
+        after = self.decode(tf.constant([[*word, i] for i in ids], tf.int32)).numpy()
+        base = self.decode(tf.constant([word], tf.int32)).numpy()[0]
+        return np.array(
+            [
+                a == base + t and t[:1].decode("utf-8", "replace").isalnum()
+                for a, t in zip(after, alone, strict=True)
+            ]
+        )
 
     def _encode(self, strings: tf.Tensor) -> tf.RaggedTensor:
         raise NotImplementedError

@@ -32,6 +32,7 @@ class TermState(NamedTuple):
     met: tf.Tensor  # [rows, C] bool; an empty phrase is met from the start
     active: tf.Tensor  # [rows] int32: the phrase being written, -1 for none
     pos: tf.Tensor  # [rows] int32: its tokens written so far
+    just_met: tf.Tensor  # [rows] bool: the last token completed a phrase
 
 
 def _phrase_token(phrases: tf.Tensor, which: tf.Tensor, pos: tf.Tensor) -> tf.Tensor:
@@ -46,7 +47,7 @@ def _phrase_token(phrases: tf.Tensor, which: tf.Tensor, pos: tf.Tensor) -> tf.Te
 
 def advance(state: TermState, tokens: tf.Tensor) -> TermState:
     """The states after each row takes each of tokens [rows, m]: a TermState whose met is
-    [rows, m, C] and active, pos [rows, m] (phrases and lengths unchanged)."""
+    [rows, m, C] and active, pos, just_met [rows, m] (phrases and lengths unchanged)."""
     count = tf.shape(state.phrases)[1]
     m = tf.shape(tokens)[1]
     active = tf.tile(state.active[:, None], [1, m])
@@ -67,7 +68,7 @@ def advance(state: TermState, tokens: tf.Tensor) -> TermState:
     met |= done[..., None] & tf.equal(tf.range(count)[None, None, :], new_active[..., None])
     new_active = tf.where(done, -1, new_active)
     new_pos = tf.where(done, 0, new_pos)
-    return TermState(state.phrases, state.lengths, met, new_active, new_pos)
+    return TermState(state.phrases, state.lengths, met, new_active, new_pos, done)
 
 
 def bank(state: TermState) -> tf.Tensor:
@@ -79,9 +80,13 @@ def bank(state: TermState) -> tf.Tensor:
 
 
 class TermConstraint:
-    """A `t2t_lite.decode.constraint.Constraint`: EOS only once every phrase is met."""
+    """A `t2t_lite.decode.constraint.Constraint`: EOS only once every phrase is met; right
+    after a phrase, none of the `continuations` ([vocab] bool: the ids that continue the word
+    before them, e.g. SentencePiece pieces without "▁"; `Tokenizer.word_continuations`), so
+    that "Tabelle" is not written as the start of "Tabellen"."""
 
-    def __init__(self, phrases: tf.Tensor):
+    def __init__(self, phrases: tf.Tensor, continuations: tf.Tensor | None = None):
+        self.continuations = continuations
         # [batch, C, T], with one empty phrase and one zero column more, so that none ([batch,
         # 0, T] or [batch, C, 0]) is indexed alike.
         self.phrases = tf.pad(tf.convert_to_tensor(phrases, tf.int32), [[0, 0], [0, 1], [0, 1]])
@@ -90,7 +95,14 @@ class TermConstraint:
         lengths = tf.reduce_sum(tf.cast(self.phrases > 0, tf.int32), axis=-1)  # --> [batch, C]
         rows = tf.shape(self.phrases)[0]
         none = tf.fill([rows], -1)
-        return TermState(self.phrases, lengths, tf.equal(lengths, 0), none, tf.zeros_like(none))
+        return TermState(
+            self.phrases,
+            lengths,
+            tf.equal(lengths, 0),
+            none,
+            tf.zeros_like(none),
+            tf.zeros([rows], tf.bool),
+        )
 
     def update(self, state: TermState, ids: tf.Tensor) -> TermState:
         moved = advance(state, ids[:, None])
@@ -102,12 +114,17 @@ class TermConstraint:
             tf.where(fed[:, None], moved.met[:, 0], state.met),
             tf.where(fed, moved.active[:, 0], state.active),
             tf.where(fed, moved.pos[:, 0], state.pos),
+            fed & moved.just_met[:, 0],
         )
 
     def allowed(self, state: TermState, width) -> tf.Tensor:
         ids = tf.range(width)[None, :]
         all_met = tf.reduce_all(state.met, axis=-1, keepdims=True)  # --> [rows, 1]
-        return tf.not_equal(ids, PAD_ID) & (tf.not_equal(ids, EOS_ID) | all_met)
+        allowed = tf.not_equal(ids, PAD_ID) & (tf.not_equal(ids, EOS_ID) | all_met)
+        if self.continuations is None:
+            return allowed
+        continues = tf.convert_to_tensor(self.continuations, tf.bool)[None, :]
+        return allowed & ~(state.just_met[:, None] & continues)
 
 
 class TermBanks:

@@ -143,6 +143,7 @@ def translate_ids(
     fixed_shapes: bool = False,
     prefix: tf.Tensor | None = None,
     terms: tf.Tensor | None = None,
+    continuations: Any = None,
 ) -> SearchResult:
     """Beam search with a `Transformer` on zero-padded source ids [batch, source] (each ending
     in EOS); each output is at most its input length + `extra_length` long. With a
@@ -151,7 +152,8 @@ def translate_ids(
     search compiles with XLA (`tf.function(jit_compile=True)`): a fixed-length cache, and
     state of source width + `extra_length` positions. It finds the same hypotheses.
     `prefix` [batch, P] forces each output's first tokens (`PrefixConstraint`); `terms` [batch,
-    C, T] are target phrases each output must contain (`t2t_lite.decode.terminology`).
+    C, T] are target phrases each output must contain (`t2t_lite.decode.terminology`), none
+    of `continuations` ([vocab] bool) right after one.
 
     Returns:
       SearchResult with ids [batch, nbest, length] and scores [batch, nbest], best first.
@@ -160,7 +162,7 @@ def translate_ids(
     max_lengths, buffer = _search_length(model, inputs, extra_length, fixed_shapes)
     step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
     step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes)
-    constraint, banks = guided(constraint, prefix, terms)
+    constraint, banks = guided(constraint, prefix, terms, continuations)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
     batch = tf.shape(inputs)[0]
@@ -178,7 +180,10 @@ def translate_ids(
 
 
 def guided(
-    constraint: Constraint | None, prefix: tf.Tensor | None, terms: tf.Tensor | None
+    constraint: Constraint | None,
+    prefix: tf.Tensor | None,
+    terms: tf.Tensor | None,
+    continuations: Any = None,
 ) -> tuple[Constraint | None, TermBanks | None]:
     """The problem's constraint joined with a target prefix and terminology constraints
     (`AllOf`), and the beam-allocation hook that the terms need (None without terms)."""
@@ -190,7 +195,7 @@ def guided(
     if terms is None:
         return AllOf(parts), None
     index = len(parts)
-    parts.append(TermConstraint(terms))
+    parts.append(TermConstraint(terms, continuations))
     return AllOf(parts), TermBanks(lambda cache: cache["constraint"][index])
 
 
@@ -247,12 +252,14 @@ def search_function(
     constraint: Constraint | None = None,
     fixed_shapes: bool = False,
     guided: bool = False,
+    continuations: Callable[[], Any] | None = None,
 ) -> Callable[..., SearchResult]:
     """The search `settings` ask for, as a function of source ids [batch, source]: beam search
     (`translate_ids`), or sampling (`sample_ids`) when `settings.sampling`. `fixed_shapes`: a
     search that XLA compiles (`translate_ids`). `guided`: a function of (source ids, prefix
     [batch, P], terms [batch, C, T]) instead (target prefixes and terminology constraints;
-    sampling takes the prefix only)."""
+    sampling takes the prefix only), with `continuations()` ([vocab] bool, asked for when the
+    search is traced) as `translate_ids` takes them."""
     shared = {
         "extra_length": settings.extra_length,
         "constraint": constraint,
@@ -267,5 +274,10 @@ def search_function(
     beam = {k: getattr(settings, k) for k in ("beam_size", "alpha", "nbest")}
     search = functools.partial(translate_ids, model, **beam, **shared)
     if guided:
-        return lambda inputs, prefix, terms: search(inputs, prefix=prefix, terms=terms)
+        return lambda inputs, prefix, terms: search(
+            inputs,
+            prefix=prefix,
+            terms=terms,
+            continuations=continuations() if continuations else None,
+        )
     return search

@@ -92,7 +92,10 @@ class Translator:
         self._search = tf.function(search, input_signature=[spec], jit_compile=jit_compile)
         # Searches with a prefix or terminology constraints (`guidance`): traced when first
         # asked for, without XLA (their extra inputs vary in shape from batch to batch).
-        guided = split_rows(strategy, search_function(model, settings, constraint, guided=True))
+        guided = search_function(
+            model, settings, constraint, guided=True, continuations=self._word_continuations
+        )
+        guided = split_rows(strategy, guided)
         specs = [spec, spec, tf.TensorSpec([None, None, None], tf.int32)]
         self._guided = tf.function(guided, input_signature=specs)
         self._forced = tf.function(
@@ -204,6 +207,11 @@ class Translator:
                     row = row[: self.max_positions - 1]
                 encoded[i] = row + [EOS_ID]
         return encoded
+
+    def _word_continuations(self) -> np.ndarray:
+        """`Tokenizer.word_continuations`, computed eagerly (also while a search is traced)."""
+        with tf.init_scope():
+            return self.tokenizer.word_continuations()
 
     def max_output_length(self, source_length: int) -> int:
         """The longest output (EOS included) of a source of `source_length` ids."""

@@ -190,3 +190,18 @@ def test_phrase_tracking_on_literal_token_sequences():
     moved = advance(constraint.initial_state(None, None), tf.constant([[5, 6, 3]]))
     assert moved.active.numpy().tolist() == [[0, -1, -1]]
     assert bank(moved).numpy().tolist() == [[1, 1, 0]]
+
+
+def test_no_word_continuation_right_after_a_phrase():
+    continuations = np.zeros(10, bool)
+    continuations[[7, 8]] = True  # ids 7 and 8 continue the word before them
+    constraint = TermConstraint(np.array([[[5, 6]]], np.int32), continuations)
+    state = constraint.initial_state(None, None)
+    allowed = []
+    for token in [0, 5, 6, 7]:
+        state = constraint.update(state, tf.constant([token]))
+        allowed.append(np.where(constraint.allowed(state, 10).numpy()[0])[0].tolist())
+    # Before the phrase EOS (1) is forbidden; right after it, 7 and 8 are; then all again.
+    assert allowed[0] == allowed[1] == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert allowed[2] == [1, 2, 3, 4, 5, 6, 9]
+    assert allowed[3] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
