@@ -64,21 +64,25 @@ class Tokenizer(tf.Module):
         ids_tensor = tf.constant([list(ids) or [PAD_ID]], tf.int32)
         return self.decode(ids_tensor)[0].numpy().decode("utf-8")
 
-    def word_continuations(self) -> np.ndarray:
-        """[vocab_size] bool: the ids whose text joins the word before them (no space between,
-        and a letter or digit first), as "ing" after "walk"; found by decoding every id after a
-        one-letter word in one batch, so any tokenizer answers the same way."""
+    def joins_previous(self) -> tuple[np.ndarray, np.ndarray]:
+        """([vocab_size] bool, [vocab_size] bool): the ids whose text joins the text before
+        them with no space between (as "ing" after "walk", or "." after "end"), and those of
+        them that start with a letter or digit (`word_continuations`). Found by decoding every
+        id after a one-letter word in one batch, so every tokenizer answers alike; padding and
+        EOS join nothing."""
         ids = np.arange(self.vocab_size, dtype=np.int32)
         word = self.encode_py("a")[-1:] or [UNK_ID]
         alone = self.decode(tf.constant(ids[:, None])).numpy()
         after = self.decode(tf.constant([[*word, i] for i in ids], tf.int32)).numpy()
         base = self.decode(tf.constant([word], tf.int32)).numpy()[0]
-        return np.array(
-            [
-                a == base + t and t[:1].decode("utf-8", "replace").isalnum()
-                for a, t in zip(after, alone, strict=True)
-            ]
-        )
+        joins = np.array([a == base + t for a, t in zip(after, alone, strict=True)])
+        joins[[PAD_ID, EOS_ID]] = False
+        letter = np.array([t[:1].decode("utf-8", "replace").isalnum() for t in alone])
+        return joins, joins & letter
+
+    def word_continuations(self) -> np.ndarray:
+        """[vocab_size] bool: the ids that continue the word before them (`joins_previous`)."""
+        return self.joins_previous()[1]
 
     def _encode(self, strings: tf.Tensor) -> tf.RaggedTensor:
         raise NotImplementedError

@@ -8,8 +8,9 @@ search (`forced_pass`), so they are the same whichever search found the output.
 - Alignment: for each output token, the source token its encoder-decoder attention weighs most,
   averaged over the heads of one decoder layer: the second-to-last, or the only one (Garg et
   al., 2019, found the penultimate layer aligns best in a 6-layer decoder). Tokens are merged to
-  words (`token_words`); pairs are printed in Pharaoh form `i-j` (source word i, target word j,
-  from 0), sorted and unique, EOS left out.
+  words (`token_words`: a word is a token that does not join the text before it, and the tokens
+  that join it); pairs are printed in Pharaoh form `i-j` (source word i, target word j, from
+  0), sorted and unique, EOS left out.
 - Confidence: `t2t_lite.decode.confidence`.
 """
 
@@ -44,25 +45,18 @@ def forced_pass(model, inputs: tf.Tensor, targets: tf.Tensor) -> tuple[tf.Tensor
     return token_lp, tf.reduce_mean(tf.cast(cross, tf.float32), axis=1)
 
 
-def token_words(tokenizer, ids: Sequence[int]) -> list[int]:
-    """The word (whitespace-separated, from 0) of the decoded text that each id falls in; -1
-    for EOS. An id that adds no word of its own (a piece that continues a word) joins the
-    word before it; one that adds only a space, the word after it."""
-    words, count, pending = [], 0, []
-    for end, token in enumerate(ids, start=1):
+def token_words(joins: np.ndarray, ids: Sequence[int]) -> list[int]:
+    """The word (from 0) each id belongs to: a new word starts at every id that does not join
+    the text before it (`Tokenizer.joins_previous()[0]`, `joins`); -1 for EOS. The graph of the
+    exported `guided` signature counts words the same way."""
+    words, count = [], 0
+    for token in ids:
         if token == EOS_ID:
             words.append(-1)
             continue
-        text = tokenizer.decode_py([t for t in ids[:end] if t != EOS_ID])
-        count_now = len(text.split())
-        if text[-1:].isspace() or count_now == 0:  # a space of its own: the next word's
-            pending.append(len(words))
-            words.append(count_now)
-            continue
-        words.append(count_now - 1)
-        count = count_now
-    for index in pending:
-        words[index] = min(words[index], max(count - 1, 0))
+        if not joins[token] or count == 0:
+            count += 1
+        words.append(count - 1)
     return words
 
 
@@ -100,6 +94,7 @@ class Details(NamedTuple):
 
 def describe(
     tokenizer,
+    joins: np.ndarray,
     calibration: Calibration,
     sources: Sequence[Sequence[int]],
     outputs: Sequence[Sequence[int]],
@@ -112,9 +107,7 @@ def describe(
     for r, (source, output) in enumerate(zip(sources, outputs, strict=True)):
         output = [int(t) for t in output if t > 0]
         lps = token_lp[r, : len(output)].astype(np.float64)
-        pairs = word_alignment(
-            attention[r], token_words(tokenizer, source), token_words(tokenizer, output)
-        )
+        pairs = word_alignment(attention[r], token_words(joins, source), token_words(joins, output))
         found.append(
             Details(
                 tuple(token_labels(tokenizer, output)),

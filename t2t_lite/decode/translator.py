@@ -102,6 +102,7 @@ class Translator:
             lambda x, y: forced_pass(model, x, y), input_signature=[spec, spec]
         )
         self.calibration = calibration or Calibration()
+        self._joins_table = None
         score = split_rows(strategy, lambda x, y: score_ids(model, x, y))
         self._score = tf.function(score, input_signature=[spec] * 2)
 
@@ -210,8 +211,14 @@ class Translator:
 
     def _word_continuations(self) -> np.ndarray:
         """`Tokenizer.word_continuations`, computed eagerly (also while a search is traced)."""
-        with tf.init_scope():
-            return self.tokenizer.word_continuations()
+        return self._joins()[1]
+
+    def _joins(self) -> tuple[np.ndarray, np.ndarray]:
+        """`Tokenizer.joins_previous`, computed once, eagerly."""
+        if self._joins_table is None:
+            with tf.init_scope():
+                self._joins_table = self.tokenizer.joins_previous()
+        return self._joins_table
 
     def max_output_length(self, source_length: int) -> int:
         """The longest output (EOS included) of a source of `source_length` ids."""
@@ -288,6 +295,7 @@ class Translator:
         token_lp, attention = self._forced(pad_batch(repeated), outputs[:, :width])
         return describe(
             self.tokenizer,
+            self._joins()[0],
             self.calibration,
             repeated,
             outputs,

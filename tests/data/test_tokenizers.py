@@ -110,19 +110,3 @@ def test_wordpiece_size_never_exceeds_the_target():
     assert sizes == {80: 80, 120: 107, 400: 107}
     with pytest.raises(ValueError, match="characters of the text need more than 20 tokens"):
         learn_wordpiece(counts, 20)
-
-
-def test_word_continuations_are_the_pieces_that_join_the_word_before(tmp_path):
-    from serve_helpers import text_run
-
-    from t2t_lite.problems import get_problem
-
-    text_run(tmp_path)
-    tokenizer = get_problem("text2text").tokenizer(str(tmp_path / "data"))
-    joins = tokenizer.word_continuations()
-    assert joins.shape == (tokenizer.vocab_size,) and not joins[:3].any()
-    for i in range(3, tokenizer.vocab_size):
-        piece = tokenizer.decode_py([i])
-        word = tokenizer.decode_py([*tokenizer.encode_py("box"), i])
-        assert joins[i] == (word == "box" + piece and piece[:1].isalnum()), (i, piece, word)
-    assert 0 < joins.sum() < tokenizer.vocab_size - 3

@@ -15,23 +15,31 @@ from t2t_lite.decode import confidence, details
 from t2t_lite.decode.translator import Translator
 
 
-class Pieces:
-    """A SentencePiece-like tokenizer over a fixed list of pieces ("▁" starts a word)."""
+def test_tokens_merge_to_words_on_literal_examples():
+    # Ids 2..8: "▁Hel", "lo", "▁wor", "ld", "!", "▁", "▁a"; "lo", "ld" and "!" join the text
+    # before them.
+    joins = np.array([False, False, False, True, False, True, True, False, False])
+    # "Hello world!" then EOS: the word of each token, -1 for EOS.
+    assert details.token_words(joins, [2, 3, 4, 5, 6, 1]) == [0, 0, 1, 1, 1, -1]
+    # An output that starts with a joining token still starts word 0.
+    assert details.token_words(joins, [3, 8, 7, 8, 1]) == [0, 1, 2, 3, -1]
 
-    def __init__(self, pieces):
-        self.pieces = ["<pad>", "</s>", *pieces]
 
-    def decode_py(self, ids):
-        return "".join(self.pieces[i] for i in ids if i > 1).replace("▁", " ").lstrip()
+def test_joins_previous_on_a_sentencepiece_vocabulary(tmp_path):
+    from serve_helpers import text_run
 
+    from t2t_lite.problems import get_problem
 
-def test_pieces_merge_to_words_on_literal_examples():
-    tok = Pieces(["▁Hel", "lo", "▁wor", "ld", "!", "▁", "▁a"])
-    # "Hello world!" then EOS: the word of each piece, -1 for EOS.
-    assert details.token_words(tok, [2, 3, 4, 5, 6, 1]) == [0, 0, 1, 1, 1, -1]
-    # A piece that is only a space joins the word after it.
-    assert details.token_words(tok, [2, 7, 4, 5]) == [0, 1, 1, 1]
-    assert details.token_words(tok, [8, 7, 8, 1]) == [0, 1, 1, -1]
+    text_run(tmp_path)
+    tokenizer = get_problem("text2text").tokenizer(str(tmp_path / "data"))
+    joins, continues = tokenizer.joins_previous()
+    assert not joins[:2].any() and (continues <= joins).all()
+    for i in range(3, tokenizer.vocab_size):
+        piece = tokenizer.decode_py([i])
+        after = tokenizer.decode_py([*tokenizer.encode_py("a"), i])
+        assert joins[i] == (after == "a" + piece), (i, piece, after)
+        assert continues[i] == (joins[i] and piece[:1].isalnum())
+    assert 0 < continues.sum() < joins.sum() < tokenizer.vocab_size
 
 
 def test_word_alignment_takes_each_target_tokens_strongest_source_token():
