@@ -22,6 +22,7 @@ NBEST_SIGNATURE = "nbest"
 SAMPLE_SIGNATURE = "sample"
 IDS_SIGNATURE = "translate_ids"
 ATTENTION_SIGNATURE = "attention"
+GUIDED_SIGNATURE = "guided"
 EXPORT_INFO = "t2t_export.json"  # in the version folder's assets.extra/
 
 

@@ -114,13 +114,14 @@ class EncodedGuides:
 def encode_guides(
     tokenizer, guides: Sequence[Guide], max_lengths: Sequence[int], names: Sequence[str]
 ) -> EncodedGuides:
-    """Guides --> ids. A line whose prefix and phrases do not fit its maximum output length
-    (EOS included) keeps what fits, prefix first, then phrases in order, with a warning naming
-    the line and what was dropped."""
+    """Guides --> ids. A line's prefix and phrases must fit its maximum output length (EOS
+    included): a prefix that does not fit is dropped, and so is the first phrase that does not
+    fit in what is left, with every phrase after it, each with a warning naming the line (the
+    exported `guided` signature keeps the same ones)."""
     prefixes, phrases = [], []
     for guide, limit, name in zip(guides, max_lengths, names, strict=True):
         room = limit - 1  # EOS
-        prefix = _encode(tokenizer, guide.prefix) if guide.prefix else []
+        prefix = _encode(tokenizer, guide.prefix.strip()) if guide.prefix.strip() else []
         if len(prefix) > room:
             logging.warning(
                 "%s: the prefix has %d tokens but the output at most %d; prefix dropped",
@@ -132,19 +133,19 @@ def encode_guides(
         room -= len(prefix)
         kept = []
         for text in guide.constraints:
-            ids = _encode(tokenizer, text)
-            if ids and len(ids) <= room:
-                kept.append(ids)
-                room -= len(ids)
-            elif ids:
+            ids = _encode(tokenizer, text.strip())
+            if len(ids) > room:
                 logging.warning(
-                    "%s: constraint %r (%d tokens) does not fit the output's maximum length of "
-                    "%d tokens; dropped (raise --extra_length for more room)",
+                    "%s: constraint %r and the ones after it do not fit the output's maximum "
+                    "length of %d tokens; dropped (raise --extra_length for more room)",
                     name,
                     text,
-                    len(ids),
                     limit,
                 )
+                break
+            if ids:
+                kept.append(ids)
+                room -= len(ids)
         prefixes.append(prefix)
         phrases.append(kept)
     width = max((len(p) for p in prefixes), default=0)

@@ -123,7 +123,8 @@ class TermConstraint:
         allowed = tf.not_equal(ids, PAD_ID) & (tf.not_equal(ids, EOS_ID) | all_met)
         if self.continuations is None:
             return allowed
-        continues = tf.convert_to_tensor(self.continuations, tf.bool)[None, :]
+        # The logits may cover the first ids only (a problem's own output symbols).
+        continues = tf.convert_to_tensor(self.continuations, tf.bool)[None, :width]
         return allowed & ~(state.just_met[:, None] & continues)
 
 

@@ -109,7 +109,7 @@ def compute_dtype_weights(model) -> contextlib.AbstractContextManager:
     return _WeightsAs(pairs) if pairs else contextlib.nullcontext()
 
 
-def _output_lengths(model, inputs: tf.Tensor, extra_length: int | tf.Tensor) -> tf.Tensor:
+def output_lengths(model, inputs: tf.Tensor, extra_length: int | tf.Tensor) -> tf.Tensor:
     """[batch, source] ids --> [batch] maximum output lengths: the input length (EOS included)
     plus `extra_length`, capped at the model's number of positions, and at least 1."""
     input_lengths = tf.reduce_sum(tf.cast(padding_mask(inputs), tf.int32), axis=1)
@@ -123,7 +123,7 @@ def _search_length(
     """([batch] maximum output lengths, the positions of the search state). With
     `fixed_shapes` the state holds the longest any input of this width allows, source width +
     `extra_length` (capped like the lengths), known from shapes and constants alone."""
-    max_lengths = _output_lengths(model, inputs, extra_length)  # --> [batch]
+    max_lengths = output_lengths(model, inputs, extra_length)  # --> [batch]
     if not fixed_shapes:
         return max_lengths, None
     width = tf.shape(inputs)[1] + tf.cast(extra_length, tf.int32)

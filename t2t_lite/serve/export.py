@@ -16,6 +16,9 @@ text back. The signatures:
                    each (temperature, top_k, top_p as exported with --sampling)
   attention        inputs: string [batch] --> the best translation's tokens and every layer's
                    and head's attention maps (`ServingFunctions.attention`), for `t2t-serve`
+  guided           inputs, prefixes: string [batch], constraints: string [batch, C] --> the
+                   best translation with its prefix and target phrases, and its tokens, token
+                   probabilities, word alignment and confidence (`t2t_lite.serve.guided_graph`)
 
 Text is handled as t2t-decode handles it: surrounding whitespace is stripped, an empty input
 gives an empty output with score 0, and `scores` is the beam's ranking score log p / lp(length)
@@ -47,10 +50,12 @@ from absl import logging
 
 from t2t_lite.data import Tokenizer, trim_ids
 from t2t_lite.decode import transformer_step
+from t2t_lite.decode.confidence import Calibration
 from t2t_lite.decode.constraint import Constraint
 from t2t_lite.decode.exported import (  # the names its readers share
     ATTENTION_SIGNATURE,
     EXPORT_INFO,
+    GUIDED_SIGNATURE,
     IDS_SIGNATURE,
     NBEST_SIGNATURE,
     SAMPLE_SIGNATURE,
@@ -60,6 +65,7 @@ from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io, logs
 from t2t_lite.serve.attention_graph import graph_token_labels, stack_attention
 from t2t_lite.serve.facts import run_facts
+from t2t_lite.serve.guided_graph import GuidedSignature
 from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
 _TMP_PREFIX = ".tmp-export-"
@@ -123,6 +129,7 @@ class ServingFunctions:
         self.max_input_length = settings.input_limit(model.max_positions)
         self.constraint = constraint
         self.postprocess = postprocess
+        self.calibration = Calibration()  # the run's, for the guided signature's confidence
 
     @classmethod
     def from_run(cls, run: Run, nbest: int | None = None) -> ServingFunctions:
@@ -144,7 +151,9 @@ class ServingFunctions:
             max_input_length=run.search.input_limit(run.hparams.max_positions),
         )
         postprocess = run.problem.graph_postprocess if run.problem.has_postprocess() else None
-        return cls(run.model, run.tokenizer, settings, run.constraint, postprocess)
+        functions = cls(run.model, run.tokenizer, settings, run.constraint, postprocess)
+        functions.calibration = Calibration.load(run.output_dir)
+        return functions
 
     def _search(
         self,
@@ -318,6 +327,8 @@ def signatures(functions: ServingFunctions) -> dict[str, tuple[Any, list[tf.Tens
     }
     if hasattr(functions.model, "attention_maps"):  # a Transformer, not an ensemble
         found[ATTENTION_SIGNATURE] = (functions.attention, text)
+        guided = GuidedSignature(functions, functions.calibration)
+        found[GUIDED_SIGNATURE] = (guided, guided.input_signature())
     return found
 
 

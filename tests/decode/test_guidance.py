@@ -70,9 +70,12 @@ def test_a_constraint_that_cannot_fit_is_dropped_with_a_warning_naming_the_line(
     long = " ".join(["3"] * 40)  # 40 tokens: more than the 32 positions
     with caplog.at_level(logging.WARNING):
         found = translator.hypotheses(
-            ["1 2", "4 4"], ["in.txt:1", "in.txt:2"], guides=[Guide("", (long, "7")), Guide()]
+            ["1 2", "4 4"],
+            ["in.txt:1", "in.txt:2"],
+            guides=[Guide("", ("7", long, "8")), Guide()],
         )
     assert len(found) == 2 and all(found)
+    # "7" fits; the long one does not, so it and the ones after it are dropped.
     assert " 7 " in f" {found[0][0].text} "
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("in.txt:1: constraint") and "dropped" in m for m in messages)
