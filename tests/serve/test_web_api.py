@@ -280,7 +280,7 @@ class BlockingBackend:
     def facts(self):
         return {}
 
-    def translate(self, sentences, settings):
+    def translate(self, sentences, settings, guides=None, details=False):
         self.started.release()
         self.release.wait(30)
         return [{"source": s, "truncated": False, "hypotheses": []} for s in sentences]

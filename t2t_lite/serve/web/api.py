@@ -85,6 +85,20 @@ class SearchFields(_Request):
 
 class TranslateRequest(SearchFields):
     sentences: list[str] = Field(description="Sentences to translate, one per item.")
+    prefixes: list[str] | None = Field(
+        None,
+        description="A target prefix per sentence ('' for none): its translation starts with it.",
+    )
+    constraints: list[list[str]] | None = Field(
+        None,
+        description="Per sentence, target phrases its translation must contain (terminology).",
+    )
+    details: bool = Field(
+        False,
+        strict=True,
+        description="Add each hypothesis's tokens, token probabilities, word alignment (Pharaoh "
+        "i-j) and confidence in [0, 1].",
+    )
 
 
 class AttentionRequest(SearchFields):
@@ -104,6 +118,14 @@ class ErrorResponse(BaseModel):
 class Hypothesis(BaseModel):
     text: str
     score: float = Field(description="log p / lp(length), what the beam ranks by.")
+    tokens: list[str] | None = Field(None, description="With details: the output's tokens.")
+    token_probs: list[float] | None = Field(
+        None, description="With details: p of each token given the source and those before it."
+    )
+    alignment: str | None = Field(None, description="With details: Pharaoh i-j word pairs.")
+    confidence: float | None = Field(
+        None, description="With details: the calibrated sentence confidence in [0, 1]."
+    )
     tree: dict[str, Any] | None = Field(
         None, description="Parsing runs: the output as a tree, {label, children | word}."
     )
@@ -241,6 +263,53 @@ def check_sentences(sentences: list[str], limits: Limits) -> list[str]:
     return [
         check_text(s, f"sentences[{i}]", limits.max_characters) for i, s in enumerate(sentences)
     ]
+
+
+def check_guides(request: TranslateRequest, limits: Limits) -> list | None:
+    """The request's prefixes and constraints as one `Guide` per sentence (None without
+    them); an ApiError names a list of the wrong length or a phrase beyond the limits."""
+    from t2t_lite.decode.guidance import Guide
+
+    count = len(request.sentences)
+    prefixes, constraints = request.prefixes, request.constraints
+    if prefixes is None and constraints is None:
+        return None
+    for name, values in (("prefixes", prefixes), ("constraints", constraints)):
+        if values is not None and len(values) != count:
+            raise ApiError(
+                422, name, f"{name} has {len(values)} items for {count} sentences; give one each"
+            )
+    prefixes = [
+        check_text(p, f"prefixes[{i}]", limits.max_characters)
+        for i, p in enumerate(prefixes or [""] * count)
+    ]
+    listed = constraints or [[] for _ in range(count)]
+    for i, phrases in enumerate(listed):
+        for j, phrase in enumerate(phrases):
+            check_text(phrase, f"constraints[{i}][{j}]", limits.max_characters)
+    return [Guide(p, tuple(c)) for p, c in zip(prefixes, listed, strict=True)]
+
+
+def check_guided(
+    settings: SearchSettings, capabilities: Capabilities, field: str, guides: list | None
+) -> None:
+    """An ApiError 422 naming `field` where the backend cannot guide or describe this search:
+    a model without it (an ensemble, an older export), sampling with constraints, or more
+    n-best than it gives."""
+    most = capabilities.guided_nbest
+    if most == 0:
+        raise ApiError(
+            422,
+            field,
+            f"{field}: this model cannot take prefixes, constraints or details (an ensemble, or "
+            "a SavedModel exported without the guided signature: export it again)",
+        )
+    if most is not None and settings.nbest > most:
+        raise ApiError(
+            422, "nbest", f"nbest: with {field}, this SavedModel gives the best translation only"
+        )
+    if settings.sampling and any(g.constraints for g in guides or ()):
+        raise ApiError(422, "constraints", "constraints need beam search; drop sampling")
 
 
 def validation_error(errors: list[dict[str, Any]]) -> ApiError:

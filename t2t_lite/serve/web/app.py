@@ -159,7 +159,11 @@ def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits) -> No
         scores; for a parsing run each hypothesis also comes as a tree."""
         settings = api.resolve_settings(request, caps, limits)
         sentences = api.check_sentences(request.sentences, limits)
-        results = await gate.run(backend.translate, sentences, settings)
+        guides = api.check_guides(request, limits)
+        if guides is not None or request.details:
+            field = "details" if guides is None else "constraints"
+            api.check_guided(settings, caps, field, guides)
+        results = await gate.run(backend.translate, sentences, settings, guides, request.details)
         if caps.parsing:
             for result in results:
                 for hypothesis in result["hypotheses"]:

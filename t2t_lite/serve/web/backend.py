@@ -38,7 +38,9 @@ class Capabilities:
     search_fixed: beam_size and alpha cannot change (a SavedModel's are fixed at export);
     max_nbest: the largest nbest (None: up to the beam size);
     attention: whether attention maps are available;
-    parsing: whether outputs are bracketed trees (drawn as trees, scored with EVALB).
+    parsing: whether outputs are bracketed trees (drawn as trees, scored with EVALB);
+    guided: whether prefixes, constraints and details can be asked for, and up to which
+      n-best (0: not at all; a SavedModel's guided signature gives the best only).
     """
 
     defaults: SearchSettings
@@ -46,6 +48,7 @@ class Capabilities:
     max_nbest: int | None
     attention: bool
     parsing: bool
+    guided_nbest: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "defaults": self.defaults.to_dict()}
@@ -60,8 +63,16 @@ class Backend(Protocol):
         """Problem, hparams set, step, checkpoint, vocabulary size, parameter count, ..."""
         ...
 
-    def translate(self, sentences: Sequence[str], settings: SearchSettings) -> list[dict]:
-        """One `Translation` dict per sentence (see the module's docstring)."""
+    def translate(
+        self,
+        sentences: Sequence[str],
+        settings: SearchSettings,
+        guides: Sequence[Any] | None = None,
+        details: bool = False,
+    ) -> list[dict]:
+        """One `Translation` dict per sentence (see the module's docstring); `guides`, one
+        `t2t_lite.decode.guidance.Guide` per sentence, or None; `details` adds each
+        hypothesis's tokens, token_probs, alignment and confidence."""
         ...
 
     def attention(self, sentence: str, settings: SearchSettings) -> dict:
@@ -69,15 +80,26 @@ class Backend(Protocol):
         ...
 
 
-def translation(source: str, truncated: bool, hypotheses: Sequence[tuple[str, float]]) -> dict:
-    """A `Translation` dict; hypotheses with a non-finite score (empty n-best slots) are left
-    out, as JSON has no infinity."""
+def translation(source: str, truncated: bool, hypotheses: Sequence[tuple]) -> dict:
+    """A `Translation` dict from (text, score) or (text, score, details dict) tuples;
+    hypotheses with a non-finite score (empty n-best slots) are left out, as JSON has no
+    infinity."""
     kept = [
-        {"text": text, "score": float(score)}
-        for text, score in hypotheses
-        if math.isfinite(float(score))
+        {"text": found[0], "score": float(found[1]), **(found[2] if len(found) > 2 else {})}
+        for found in hypotheses
+        if math.isfinite(float(found[1]))
     ]
     return {"source": source, "truncated": bool(truncated), "hypotheses": kept}
+
+
+def details_json(tokens, token_probs, alignment: str, confidence: float) -> dict:
+    """A hypothesis's details as the API gives them (probabilities rounded to 6 decimals)."""
+    return {
+        "tokens": [str(t) for t in tokens],
+        "token_probs": [round(float(p), 6) for p in token_probs],
+        "alignment": alignment,
+        "confidence": round(float(confidence), 6),
+    }
 
 
 def attention_json(

@@ -23,7 +23,13 @@ from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.run.run import Run
 from t2t_lite.serve.facts import run_facts
-from t2t_lite.serve.web.backend import PARSING_METRIC, Capabilities, attention_json, translation
+from t2t_lite.serve.web.backend import (
+    PARSING_METRIC,
+    Capabilities,
+    attention_json,
+    details_json,
+    translation,
+)
 
 
 class TranslatorCache:
@@ -83,22 +89,31 @@ class RunBackend:
             max_nbest=None,
             attention=hasattr(run.model, "attention_maps"),  # an ensemble has none
             parsing=run.problem.metric == PARSING_METRIC,
+            guided_nbest=None if hasattr(run.model, "attention_maps") else 0,
         )
 
     def facts(self) -> dict[str, Any]:
         return dict(self._facts)
 
-    def translate(self, sentences: Sequence[str], settings: SearchSettings) -> list[dict]:
+    def translate(
+        self,
+        sentences: Sequence[str],
+        settings: SearchSettings,
+        guides: Sequence[Any] | None = None,
+        details: bool = False,
+    ) -> list[dict]:
         translator = self.translators.get(settings)
         names = [f"sentences[{i}]" for i in range(len(sentences))]
-        found = translator.hypotheses(sentences, names, log_progress=False)
+        found = translator.hypotheses(
+            sentences, names, log_progress=False, guides=guides, details=details
+        )
         stripped = [s.strip() for s in sentences]
         lengths = translator.tokenizer.encode(tf.constant(stripped)).row_lengths().numpy()
         return [
             translation(
                 source,
                 bool(source) and length + 1 > translator.max_positions,
-                [(h.text, h.score) for h in hyps],
+                [(h.text, h.score, details_json(*h.details) if h.details else {}) for h in hyps],
             )
             for source, length, hyps in zip(stripped, lengths, found, strict=True)
         ]

@@ -16,12 +16,19 @@ import tensorflow as tf
 
 from t2t_lite.decode.exported import (
     ATTENTION_SIGNATURE,
+    GUIDED_SIGNATURE,
     ExportedTranslator,
     strings,
 )
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.problems import get_problem
-from t2t_lite.serve.web.backend import PARSING_METRIC, Capabilities, attention_json, translation
+from t2t_lite.serve.web.backend import (
+    PARSING_METRIC,
+    Capabilities,
+    attention_json,
+    details_json,
+    translation,
+)
 
 
 class SavedModelBackend:
@@ -47,6 +54,7 @@ class SavedModelBackend:
             max_nbest=exported.nbest,
             attention=ATTENTION_SIGNATURE in self.signatures,
             parsing=self._metric(info) == PARSING_METRIC,
+            guided_nbest=1 if GUIDED_SIGNATURE in self.signatures else 0,
         )
 
     @staticmethod
@@ -63,13 +71,56 @@ class SavedModelBackend:
     def facts(self) -> dict[str, Any]:
         return dict(self._facts)
 
-    def translate(self, sentences: Sequence[str], settings: SearchSettings) -> list[dict]:
+    def translate(
+        self,
+        sentences: Sequence[str],
+        settings: SearchSettings,
+        guides: Sequence[Any] | None = None,
+        details: bool = False,
+    ) -> list[dict]:
+        if guides is not None or details:
+            return self._guided(sentences, guides)
         texts, scores, truncated = self.exported.search(sentences, settings.nbest)
         results = []
         for i, sentence in enumerate(sentences):
             source = sentence.strip()
             hypotheses = list(zip(texts[i], scores[i], strict=True)) if source else []
             results.append(translation(source, truncated[i], hypotheses))
+        return results
+
+    def _guided(self, sentences: Sequence[str], guides: Sequence[Any] | None) -> list[dict]:
+        """The best translations with their details, from the `guided` signature."""
+        guides = guides or [None] * len(sentences)
+        width = max([len(g.constraints) for g in guides if g] + [0])
+        found = self.signatures[GUIDED_SIGNATURE](
+            inputs=tf.constant(list(sentences), tf.string),
+            prefixes=tf.constant([g.prefix if g else "" for g in guides], tf.string),
+            constraints=tf.constant(
+                [
+                    list(g.constraints if g else ())
+                    + [""] * (width - len(g.constraints if g else ()))
+                    for g in guides
+                ],
+                tf.string,
+                shape=[len(sentences), width],
+            ),
+        )
+        results = []
+        for i, sentence in enumerate(sentences):
+            source = sentence.strip()
+            hypotheses = []
+            if source:
+                labels = strings(found["tokens"][i])
+                n = sum(1 for t in labels if t)
+                about = details_json(
+                    labels[:n],
+                    found["token_probs"][i, :n].numpy(),
+                    found["alignment"][i].numpy().decode("utf-8"),
+                    float(found["confidence"][i]),
+                )
+                text = found["outputs"][i].numpy().decode("utf-8")
+                hypotheses = [(text, float(found["scores"][i]), about)]
+            results.append(translation(source, bool(found["truncated"][i]), hypotheses))
         return results
 
     def attention(self, sentence: str, settings: SearchSettings) -> dict:
