@@ -3,6 +3,8 @@
   python scripts/screenshot_serve.py --output_dir=demo_out/train --png=docs/t2t-serve.png
   python scripts/screenshot_serve.py --export_dir=demo_out/export --png=/tmp/page.png \\
       --sentence="Click the OK button to close the dialog."
+  python scripts/screenshot_serve.py --output_dir=demo_out/train --png=docs/t2t-serve-terms.png \\
+      --terms="Schaltfläche OK" --sentence="Click the OK button to close the dialog."
 
 Starts the `t2t-serve` command of this Python environment on a free loopback port, opens the
 page with Playwright in the system's Chromium (Debian's `chromium`; Playwright's own browser
@@ -120,6 +122,31 @@ def drive(page: Any, url: str, sentences: Sequence[str], token: int = 1) -> dict
     }
 
 
+def drive_guided(page: Any, url: str, sentences: Sequence[str], prefix: str, terms: str) -> dict:
+    """On the page at `url`: types the sentences, a prefix and terms ("a; b"), asks for
+    confidence and alignment, translates, and waits for the first result's details.
+
+    Returns the first result's translation, confidence (the badge's text), tokens, the tokens
+    marked as unlikely, and the alignment chips' titles (Pharaoh pairs)."""
+    page.goto(url)
+    page.wait_for_selector("#translate:enabled")
+    page.fill("#sentences", "\n".join(sentences))
+    page.fill("#prefix", prefix)
+    page.fill("#terms", terms)
+    page.check("#details")
+    page.click("#translate")
+    page.wait_for_selector(".result .details .confidence")
+    first = page.locator(".result").first
+    pairs = first.locator(".alignment .pair")
+    return {
+        "translation": first.locator(".best .hyp-text").inner_text(),
+        "confidence": first.locator(".details .confidence").inner_text(),
+        "tokens": first.locator(".details .probs .token").all_inner_texts(),
+        "low": first.locator(".details .probs .token.low").all_inner_texts(),
+        "pairs": [pairs.nth(i).get_attribute("title") for i in range(pairs.count())],
+    }
+
+
 @contextlib.contextmanager
 def browser_page(chromium: str, width: int = 1280, height: int = 900) -> Iterator[Any]:
     """A page of headless Chromium (`chromium`: its executable) driven by Playwright."""
@@ -133,10 +160,15 @@ def browser_page(chromium: str, width: int = 1280, height: int = 900) -> Iterato
             browser.close()
 
 
-def screenshot(url: str, sentences: Sequence[str], png: str, chromium: str) -> dict[str, Any]:
-    """`drive` the page at `url`, then save it whole as `png`; returns what `drive` found."""
+def screenshot(
+    url: str, sentences: Sequence[str], png: str, chromium: str, guides: tuple | None = None
+) -> dict[str, Any]:
+    """`drive` the page at `url` (`drive_guided` with `guides`, (prefix, terms)), then save it
+    whole as `png`; returns what the driving found."""
     with browser_page(chromium) as page:
-        shown = drive(page, url, sentences)
+        shown = (
+            drive_guided(page, url, sentences, *guides) if guides else drive(page, url, sentences)
+        )
         page.screenshot(path=png, full_page=True)
     return shown
 
@@ -149,6 +181,8 @@ def main() -> None:
     parser.add_argument("--png", required=True, help="where the screenshot goes")
     parser.add_argument("--sentence", action="append", help="repeatable; default: a demo one")
     parser.add_argument("--chromium", default=find_chromium(), help="Chromium's executable")
+    parser.add_argument("--prefix", default="", help="a target prefix for every sentence")
+    parser.add_argument("--terms", default="", help="target phrases, 'a; b', for every sentence")
     args = parser.parse_args()
     if not args.chromium:
         sys.exit("screenshot_serve: no chromium on the PATH (apt-get install chromium)")
@@ -156,7 +190,8 @@ def main() -> None:
         f"--output_dir={args.output_dir}" if args.output_dir else f"--export_dir={args.export_dir}"
     )
     with serving([model_flag], args.png + ".serve.log") as url:
-        shown = screenshot(url, args.sentence or SENTENCES, args.png, args.chromium)
+        guides = (args.prefix, args.terms) if args.prefix or args.terms else None
+        shown = screenshot(url, args.sentence or SENTENCES, args.png, args.chromium, guides)
     os.remove(args.png + ".serve.log")
     print(json.dumps({"png": args.png, **shown}, ensure_ascii=False))
 

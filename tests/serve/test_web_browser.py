@@ -13,6 +13,7 @@ import sys
 import pytest
 import serve_helpers
 
+from t2t_lite.decode.guidance import Guide
 from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.run.run import Run
@@ -78,6 +79,7 @@ def test_parse_tree_and_gold_tree_score(chromium, tmp_path):
             page.click("#translate")
             page.wait_for_selector("#error:visible")
             form_error = page.locator("#error").inner_text()
+            page.wait_for_selector("#beam_size.invalid", timeout=10_000)
             outlined = page.locator("#beam_size.invalid").count()
             page.screenshot(path=str(tmp_path / "parsing.png"), full_page=True)
     assert drawn == words  # the tree's leaves, left to right
@@ -125,3 +127,24 @@ def test_scores_scale_sampling_and_offline_api_pages(chromium, tmp_path):
     assert sampled == expected.translate([SENTENCE])[0]
     assert "/api/translate" in "".join(operations)
     assert outside == [], outside
+
+
+def test_terms_prefix_confidence_and_alignment_on_the_page(chromium, tmp_path):
+    output_dir = serve_helpers.text_run(tmp_path)
+    png = str(tmp_path / "terms.png")
+    guides = ("we", "red box; doors")
+    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
+        shown = screenshot_serve.screenshot(url, [SENTENCE], png, chromium, guides)
+    translator = Translator.from_run(Run.restore(output_dir))
+    (hyp,) = translator.hypotheses(
+        [SENTENCE], guides=[Guide("we", ("red box", "doors"))], details=True
+    )[0]
+    assert shown["translation"] == hyp.text and hyp.text.startswith("we")
+    assert "red box" in hyp.text and "doors" in hyp.text
+    assert shown["confidence"] == f"confidence {hyp.details.confidence:.2f}"
+    assert shown["tokens"] == list(hyp.details.tokens)
+    assert shown["low"] == [
+        t for t, p in zip(hyp.details.tokens, hyp.details.token_probs, strict=True) if p < 0.5
+    ]
+    assert shown["pairs"] == hyp.details.alignment.split()
+    assert os.path.getsize(png) > 10_000

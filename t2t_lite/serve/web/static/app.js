@@ -81,6 +81,8 @@ async function loadInfo() {
   $("nbest").value = Math.min(defaults.beam_size, capabilities.max_nbest || defaults.beam_size, 4);
   $("beam_size").disabled = $("alpha").disabled = capabilities.search_fixed;
   $("sample").disabled = $("sampling").disabled = capabilities.search_fixed;
+  const guided = capabilities.guided_nbest !== 0;
+  $("prefix").disabled = $("terms").disabled = $("details").disabled = !guided;
   $("fixed-note").hidden = !capabilities.search_fixed;
   showFacts(facts);
   $("translate").disabled = false;
@@ -100,19 +102,34 @@ function currentSettings() {
   return settings;
 }
 
+// The prefix and terms apply to every sentence; any of them (or the checkbox) asks for details.
+function currentGuides(count) {
+  const prefix = $("prefix").value.trim();
+  const terms = $("terms").value.split(";").map((t) => t.trim()).filter((t) => t);
+  const guides = { details: $("details").checked || Boolean(prefix) || terms.length > 0 };
+  if (prefix) guides.prefixes = Array(count).fill(prefix);
+  if (terms.length) guides.constraints = Array(count).fill(terms);
+  return guides;
+}
+
 async function translate(event) {
   event.preventDefault();
   const sentences = $("sentences").value.split("\n").map((s) => s.trim()).filter((s) => s);
   const settings = currentSettings();
   $("translate").disabled = true;
   $("status").textContent = "translating…";
+  const guides = currentGuides(sentences.length);
+  if (guides.details && state.info.capabilities.guided_nbest === 1) settings.nbest = 1;
   try {
-    const answer = await post("/api/translate", { sentences, ...settings });
+    const answer = await post("/api/translate", { sentences, ...settings, ...guides });
     showError($("error"), null);
     state.settings = settings;
+    // The attention view searches without a prefix or terms, so it is offered without them only.
+    state.guided = Boolean(guides.prefixes || guides.constraints);
     showResults(answer.results);
     const first = answer.results.findIndex((r) => r.hypotheses.length);
-    if (first >= 0 && state.info.capabilities.attention) selectResult(first, answer.results[first].source);
+    $("attention-panel").hidden ||= state.guided;
+    if (first >= 0 && state.info.capabilities.attention && !state.guided) selectResult(first, answer.results[first].source);
   } catch (error) {
     showError($("error"), error);
   } finally {
@@ -144,17 +161,44 @@ function showResults(results) {
     const [best, ...rest] = result.hypotheses;
     const line = element("div", "best");
     line.append(best ? hypothesisLine(best) : element("span", "muted", "(empty input)"));
-    if (best && state.info.capabilities.attention) {
+    if (best && state.info.capabilities.attention && !state.guided) {
       const button = element("button", "small show-attention", "attention");
       button.type = "button";
       button.addEventListener("click", () => selectResult(index, result.source));
       line.append(" ", button);
     }
     card.append(line);
+    if (best && best.tokens) card.append(detailsPart(result.source, best));
     if (rest.length) card.append(nbestList(result.hypotheses));
     if (best && state.info.capabilities.parsing) card.append(...treeParts(best));
     container.append(card);
   });
+}
+
+// A hypothesis's details: its confidence, its tokens shaded by probability (those below 0.5
+// marked), and its word alignment as source word -> target word pairs.
+function detailsPart(source, hypothesis) {
+  const part = element("div", "details");
+  const confidence = element("span", "badge confidence", `confidence ${hypothesis.confidence.toFixed(2)}`);
+  confidence.title = "calibrated sentence confidence (t2t-calibrate), in [0, 1]";
+  const tokens = element("div", "tokens probs");
+  hypothesis.tokens.forEach((label, i) => {
+    const p = hypothesis.token_probs[i];
+    const token = element("span", `token${p < 0.5 ? " low" : ""}`, label);
+    token.title = `p = ${p.toFixed(3)}`;
+    tokens.append(token);
+  });
+  const words = { source: source.split(/\s+/), target: hypothesis.text.split(/\s+/) };
+  const pairs = element("div", "alignment");
+  pairs.append(element("span", "muted", "alignment "));
+  for (const pair of hypothesis.alignment.split(" ").filter((p) => p)) {
+    const [i, j] = pair.split("-").map(Number);
+    const chip = element("span", "pair", `${words.source[i] ?? i} → ${words.target[j] ?? j}`);
+    chip.title = pair;
+    pairs.append(chip);
+  }
+  part.append(confidence, tokens, pairs);
+  return part;
 }
 
 function nbestList(hypotheses) {
