@@ -131,7 +131,12 @@ def main(argv) -> None:
     median = {n: statistics.median(s) for n, s in seconds.items()}
     record = {
         "cpu": cpu_name(),
-        "run": FLAGS.output_dir,
+        # The run by what it is (its folder is the user's): problem, set, checkpoint name.
+        "run": {
+            "problem": run.problem.name,
+            "hparams_set": run.info.hparams_set,
+            "checkpoint": os.path.basename(run.checkpoint),
+        },
         "sentences": len(sources),
         "sentences_with_terms": sum(bool(t) for t in terms),
         "terms": all_terms,

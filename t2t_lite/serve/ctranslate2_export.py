@@ -39,6 +39,7 @@ from absl import logging
 from ctranslate2.specs import common_spec, model_spec, transformer_spec
 
 from t2t_lite.data.tokenizers import read_vocab_list
+from t2t_lite.decode.details import alignment_layer
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
 from t2t_lite.serve.export import EXPORT_INFO, write_version
@@ -123,8 +124,14 @@ def transformer_spec_of(model: Any, tokens: list[str]) -> transformer_spec.Trans
     encoder = transformer_spec.TransformerEncoderSpec(
         hp.num_encoder_layers, hp.num_heads, **options
     )
+    # return_attention gives the attention the alignments of t2t-decode come from: one
+    # layer's encoder-decoder attention averaged over all its heads (details.alignment_layer).
     decoder = transformer_spec.TransformerDecoderSpec(
-        hp.num_decoder_layers, hp.num_heads, **options
+        hp.num_decoder_layers,
+        hp.num_heads,
+        alignment_layer=alignment_layer(model),
+        alignment_heads=hp.num_heads,
+        **options,
     )
     source = _array(model.embedding.embeddings)
     target = source if hp.shared_embeddings else _array(model.target_embedding.embeddings)

@@ -18,6 +18,7 @@ import pytest
 from decoding_helpers import model_hparams, padded, random_inputs, tiny_model
 
 from t2t_lite.decode import transformer_step
+from t2t_lite.decode.details import forced_pass
 from t2t_lite.hparams import SearchSettings, get_hparams
 from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.problems import get_problem
@@ -116,6 +117,49 @@ def test_beam_search_finds_t2t_decodes_translations(trained):
     )
     assert right >= 25, f"the model is barely trained: {right} of 50 reversed"
     assert sum(o[-1:] == [1] for o in ours) >= 45  # most end with EOS, not at the maximum
+
+
+def test_target_prefix_and_attention_agree_with_the_prefixed_search(trained):
+    """CTranslate2's target_prefix gives the outputs of t2t-decode's --prefix_file search, and
+    its return_attention the attention that t2t-decode's alignments come from."""
+    run, path = trained["run"], trained["path"]
+    tokens = ct2.vocabulary_tokens(run.tokenizer.path)
+    translator = ctranslate2.Translator(path, device="cpu", compute_type="float32")
+    lines = _sentences(20, seed=11)
+    sources = [run.tokenizer.encode_py(line) for line in lines]
+    prefixes = [run.tokenizer.encode_py(line.split()[0]) for line in lines]  # not the reversal's
+    width = max(map(len, sources)) + 1
+    inputs = np.array([padded(tuple(s + [1]), width) for s in sources], np.int32)
+    prefix = np.array([padded(tuple(p), max(map(len, prefixes))) for p in prefixes], np.int32)
+    found = transformer_step.translate_ids(
+        run.model, inputs, beam_size=4, alpha=0.0, extra_length=EXTRA, prefix=prefix
+    )
+    ours = [[t for t in row if t] for row in found.ids.numpy()[:, 0].tolist()]
+    index = {token: i for i, token in enumerate(tokens)}
+    same = 0
+    for i, (source, start) in enumerate(zip(sources, prefixes, strict=True)):
+        (result,) = translator.translate_batch(
+            [[tokens[t] for t in source]],
+            target_prefix=[[tokens[t] for t in start]],
+            beam_size=4,
+            length_penalty=0.0,
+            max_input_length=MAX_POSITIONS,
+            max_decoding_length=min(len(source) + 1 + EXTRA, MAX_POSITIONS),
+            return_end_token=True,
+            return_attention=True,
+        )
+        theirs = [index[t] for t in result.hypotheses[0]]
+        assert theirs[: len(start)] == start and ours[i][: len(start)] == start
+        if theirs != ours[i]:
+            continue  # a tie (checked below by count)
+        same += 1
+        _, attention = forced_pass(run.model, inputs[i : i + 1], np.array([ours[i]], np.int32))
+        # CTranslate2 leaves out the source's EOS column; the weights are the same.
+        expected = attention.numpy()[0, :, : len(source)]
+        got = np.array(result.attention[0])
+        np.testing.assert_allclose(got, expected[: got.shape[0]], atol=1e-4)
+        assert got.shape[0] >= len(ours[i]) - 1
+    assert same >= 18, same
 
 
 def test_folder_holds_vocabulary_and_a_readme_that_runs(trained):
