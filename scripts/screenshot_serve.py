@@ -4,7 +4,8 @@
   python scripts/screenshot_serve.py --export_dir=demo_out/export --png=/tmp/page.png \\
       --sentence="Click the OK button to close the dialog."
   python scripts/screenshot_serve.py --output_dir=demo_out/train --png=docs/t2t-serve-terms.png \\
-      --terms="Schaltfläche OK" --sentence="Click the OK button to close the dialog."
+      --terms="Schaltfläche; Dialogfenster" --beam_size=8 \\
+      --sentence="Click the OK button to close the dialog."
 
 Starts the `t2t-serve` command of this Python environment on a free loopback port, opens the
 page with Playwright in the system's Chromium (Debian's `chromium`; Playwright's own browser
@@ -163,13 +164,16 @@ def browser_page(chromium: str, width: int = 1280, height: int = 900) -> Iterato
 def screenshot(
     url: str, sentences: Sequence[str], png: str, chromium: str, guides: tuple | None = None
 ) -> dict[str, Any]:
-    """`drive` the page at `url` (`drive_guided` with `guides`, (prefix, terms)), then save it
-    whole as `png`; returns what the driving found."""
+    """`drive` the page at `url`, then save it whole as `png`; with `guides`, (prefix, terms),
+    `drive_guided` and save the form and results only (the model's facts name local paths).
+    Returns what the driving found."""
     with browser_page(chromium) as page:
-        shown = (
-            drive_guided(page, url, sentences, *guides) if guides else drive(page, url, sentences)
-        )
-        page.screenshot(path=png, full_page=True)
+        if guides:
+            shown = drive_guided(page, url, sentences, *guides)
+            page.locator("main .column").screenshot(path=png)
+        else:
+            shown = drive(page, url, sentences)
+            page.screenshot(path=png, full_page=True)
     return shown
 
 
@@ -183,13 +187,15 @@ def main() -> None:
     parser.add_argument("--chromium", default=find_chromium(), help="Chromium's executable")
     parser.add_argument("--prefix", default="", help="a target prefix for every sentence")
     parser.add_argument("--terms", default="", help="target phrases, 'a; b', for every sentence")
+    parser.add_argument("--beam_size", type=int, help="t2t-serve's default beam (the run's)")
     args = parser.parse_args()
     if not args.chromium:
         sys.exit("screenshot_serve: no chromium on the PATH (apt-get install chromium)")
     model_flag = (
         f"--output_dir={args.output_dir}" if args.output_dir else f"--export_dir={args.export_dir}"
     )
-    with serving([model_flag], args.png + ".serve.log") as url:
+    beam = [f"--beam_size={args.beam_size}"] if args.beam_size else []
+    with serving([model_flag, *beam], args.png + ".serve.log") as url:
         guides = (args.prefix, args.terms) if args.prefix or args.terms else None
         shown = screenshot(url, args.sentence or SENTENCES, args.png, args.chromium, guides)
     os.remove(args.png + ".serve.log")
