@@ -187,7 +187,11 @@ def run_decode(config: DecodeConfig, restore: Callable[[], Run] | None = None) -
         return 0
     lines, names, targets, target_names = inputs or read_decode_inputs(config)
     if targets is not None:
-        out = format_scores(translator.score(lines, targets, names, target_names))
+        if config.output_format == "jsonl":  # each target described: a quality estimate
+            scored = translator.score(lines, targets, names, target_names, details=True)
+            out = format_json_lines([[h] if h else [] for h in scored])
+        else:
+            out = format_scores(translator.score(lines, targets, names, target_names))
         return write_lines(out, config.decode_to_file)
     guides = guides if inputs else _read_guides(config, lines)
     details = config.alignment or config.output_format == "jsonl"

@@ -99,5 +99,5 @@ def define_guidance_flags() -> None:
         "text",
         ["text", "jsonl"],
         "jsonl: a JSON object per input line with each hypothesis's text, scores, confidence, "
-        "token probabilities and alignment.",
+        "token probabilities and alignment (with --score_file: those of the given target).",
     )

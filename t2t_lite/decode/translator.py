@@ -309,19 +309,32 @@ class Translator:
         targets: Sequence[str],
         source_names: Sequence[str],
         target_names: Sequence[str],
-    ) -> list[float | None]:
+        details: bool = False,
+    ) -> list:
+        """log p(target | source) per pair (None if either is empty); with `details`, a
+        `Hypothesis` of the target per pair instead, with its tokens, token probabilities,
+        alignment and confidence (a forced translation's quality estimate)."""
         source_ids = self.encode(sources, source_names)
         target_ids = self.encode(targets, target_names)
         todo = [i for i in range(len(sources)) if source_ids[i] and target_ids[i]]
-        results: list[float | None] = [None] * len(sources)
+        results: list = [None] * len(sources)
         progress = DecodeProgress(len(todo), "scored")
         lengths = [max(len(source_ids[i]), len(target_ids[i])) for i in todo]
         for batch in token_batches(lengths, self.batch_tokens):
             rows = [todo[j] for j in batch]
             inputs = pad_batch([source_ids[i] for i in rows])
             expected = pad_batch([target_ids[i] for i in rows])
-            for i, value in zip(rows, self._score(inputs, expected).numpy(), strict=True):
-                results[i] = float(value)
+            values = self._score(inputs, expected).numpy()
+            about = (
+                self._describe([source_ids[i] for i in rows], expected[:, None])
+                if details
+                else None
+            )
+            for r, (i, value) in enumerate(zip(rows, values, strict=True)):
+                value = float(value)
+                results[i] = (
+                    Hypothesis(targets[i].strip(), value, value, about[r]) if details else value
+                )
             progress.update(len(rows), int((expected > 0).sum()))
         progress.finish()
         report_unknown_pieces(source_ids, source_names)

@@ -150,3 +150,28 @@ def test_t2t_decode_flags_write_n_lines_with_alignments_and_json(tmp_path):
     config = DecodeConfig(str(tmp_path / "out"), decode_to_file=str(json_out), **common)
     with pytest.raises(ValueError, match="--prefix_file .*prefix.txt has 1 lines but the input"):
         run_decode(config, restore=lambda: pytest.fail("read before the model"))
+
+
+def test_score_file_as_json_lines_describes_each_given_target(tmp_path):
+    write_tiny_run(tmp_path, max_positions=32, seed=5)
+    (tmp_path / "in.txt").write_text("1 2 3\n\n4 5 6 7\n")
+    (tmp_path / "ref.txt").write_text("3 2 1\n5\n7 6\n")
+    common = {"decode_from_file": str(tmp_path / "in.txt"), "score_file": str(tmp_path / "ref.txt")}
+    plain, described = tmp_path / "scores.txt", tmp_path / "scores.jsonl"
+    run_decode(DecodeConfig(str(tmp_path / "out"), decode_to_file=str(plain), **common))
+    config = DecodeConfig(
+        str(tmp_path / "out"), decode_to_file=str(described), output_format="jsonl", **common
+    )
+    assert run_decode(config) == 3
+    scores = plain.read_text().split("\n")[:-1]
+    records = [json.loads(line)["hypotheses"] for line in described.read_text().splitlines()]
+    assert scores[1] == "" and records[1] == []
+    for score, record, target in zip(scores, records, ["3 2 1", "", "7 6"], strict=True):
+        if not target:
+            continue
+        (found,) = record
+        assert found["text"] == target and found["tokens"] == [*target.split(), "</s>"]
+        assert found["log_prob"] == pytest.approx(float(score), abs=1e-5)
+        total = math.fsum(map(math.log, found["token_probs"]))
+        assert total == pytest.approx(found["log_prob"], abs=1e-4)
+        assert 0.0 <= found["confidence"] <= 1.0 and found["alignment"]
