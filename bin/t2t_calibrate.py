@@ -24,13 +24,13 @@ flags.DEFINE_string("reference", None, "Their references (with --decode_from_fil
 
 
 def main() -> None:
-    from t2t_lite.decode import confidence
+    if bool(FLAGS.decode_from_file) != bool(FLAGS.reference):
+        raise ValueError("--decode_from_file and --reference go together")
+    from t2t_lite.decode import confidence  # TensorFlow: after the flags are checked
     from t2t_lite.decode.runner import read_input
     from t2t_lite.decode.translator import Translator
     from t2t_lite.train.evaluation import dev_texts
 
-    if bool(FLAGS.decode_from_file) != bool(FLAGS.reference):
-        raise ValueError("--decode_from_file and --reference go together")
     if FLAGS.decode_from_file:
         sources, names = read_input(FLAGS.decode_from_file)
         references, _ = read_input(FLAGS.reference, "--reference")

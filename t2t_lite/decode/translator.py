@@ -90,14 +90,8 @@ class Translator:
         search = search_function(model, settings, constraint, fixed_shapes=jit_compile)
         search = split_rows(strategy, search)
         self._search = tf.function(search, input_signature=[spec], jit_compile=jit_compile)
-        # Searches with a prefix or terminology constraints (`guidance`): traced when first
-        # asked for, without XLA (their extra inputs vary in shape from batch to batch).
-        guided = search_function(
-            model, settings, constraint, guided=True, continuations=self._word_continuations
-        )
-        guided = split_rows(strategy, guided)
-        specs = [spec, spec, tf.TensorSpec([None, None, None], tf.int32)]
-        self._guided = tf.function(guided, input_signature=specs)
+        self._guided = None  # the search with prefixes and terms (`_guided_search`), made on use
+        self._strategy, self._constraint = strategy, constraint
         self._forced = tf.function(
             lambda x, y: forced_pass(model, x, y), input_signature=[spec, spec]
         )
@@ -231,7 +225,24 @@ class Translator:
             raise ValueError("terminology constraints need beam search; drop --sampling")
         limits = [self.max_output_length(len(s)) for s in sources]
         encoded = encode_guides(self.tokenizer, guides, limits, names)
-        return self._guided(pad_batch(sources), encoded.prefix, encoded.terms), encoded
+        found = self._guided_search()(pad_batch(sources), encoded.prefix, encoded.terms)
+        return found, encoded
+
+    def _guided_search(self) -> Callable[..., SearchResult]:
+        """The search with a prefix and terms per sentence, traced on first use, without XLA
+        (its extra inputs change shape from batch to batch)."""
+        if self._guided is None:
+            guided = search_function(
+                self.model,
+                self.settings,
+                self._constraint,
+                guided=True,
+                continuations=self._word_continuations,
+            )
+            spec = tf.TensorSpec([None, None], tf.int32)
+            specs = [spec, spec, tf.TensorSpec([None, None, None], tf.int32)]
+            self._guided = tf.function(split_rows(self._strategy, guided), input_signature=specs)
+        return self._guided
 
     def hypotheses(
         self,

@@ -3,7 +3,6 @@ run directory and t2t-decode's confidence follows it."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
@@ -14,6 +13,7 @@ import pytest
 from serve_helpers import sentences, text_run
 
 from t2t_lite.decode.confidence import CALIBRATION_FILE, Calibration
+from t2t_lite.decode.translator import Translator
 
 BIN = os.path.dirname(sys.executable)
 
@@ -33,18 +33,11 @@ def test_calibrate_fits_on_dev_and_decode_reports_that_confidence(tmp_path):
     assert fitted.sentences == 10 and list(fitted.x) == sorted(fitted.x)
     assert all(0.0 <= y <= 1.0 for y in fitted.y)
     (tmp_path / "in.txt").write_text("\n".join(sentences(4, seed=99)) + "\n")
-    decoded = _command(
-        "t2t-decode",
-        f"--output_dir={output_dir}",
-        f"--decode_from_file={tmp_path / 'in.txt'}",
-        "--output_format=jsonl",
-        "--beam_size=2",
-    )
-    assert decoded.returncode == 0, decoded.stderr[-2000:]
-    for line in decoded.stdout.splitlines():
-        best = json.loads(line)["hypotheses"][0]
-        mean = float(np.mean(np.log(best["token_probs"])))
-        assert best["confidence"] == pytest.approx(fitted([mean]), abs=1e-6)
+    # t2t-decode's Translator reads the fit (t2t-decode's jsonl output is tested elsewhere).
+    translator = Translator.from_run(output_dir, beam_size=2)
+    for hyps in translator.hypotheses(sentences(4, seed=99), details=True):
+        mean = float(np.mean(np.log(hyps[0].details.token_probs)))
+        assert hyps[0].details.confidence == pytest.approx(fitted([mean]), abs=1e-6)
     # Held-out lines: the correlation is reported, nothing is refitted.
     (tmp_path / "ref.txt").write_text("\n".join(sentences(4, seed=98)) + "\n")
     before = (tmp_path / "run" / CALIBRATION_FILE).read_text()

@@ -98,20 +98,23 @@ def test_terms_wide_beam_equals_exhaustive_search_over_the_outputs_holding_them(
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_no_prefix_and_no_terms_equal_the_unguided_search(beam_size):
     model = tiny_model(vocab_size=40, seed=11)
-    inputs = random_inputs(9, 7, 40, seed=2)
-    plain = transformer_step.translate_ids(model, inputs, beam_size=beam_size, nbest=beam_size)
+    inputs = random_inputs(5, 5, 40, seed=2)
+    plain = transformer_step.translate_ids(
+        model, inputs, beam_size=beam_size, nbest=beam_size, extra_length=6
+    )
     guided = transformer_step.translate_ids(
         model,
         inputs,
         beam_size=beam_size,
         nbest=beam_size,
-        prefix=np.zeros([9, 0], np.int32),
-        terms=np.zeros([9, 0, 0], np.int32),
+        extra_length=6,
+        prefix=np.zeros([5, 0], np.int32),
+        terms=np.zeros([5, 0, 0], np.int32),
     )
     np.testing.assert_array_equal(plain.ids.numpy(), guided.ids.numpy())
     np.testing.assert_array_equal(plain.scores.numpy(), guided.scores.numpy())
     empty_terms = transformer_step.translate_ids(
-        model, inputs, beam_size=beam_size, terms=np.zeros([9, 2, 3], np.int32)
+        model, inputs, beam_size=beam_size, extra_length=6, terms=np.zeros([5, 2, 3], np.int32)
     )
     np.testing.assert_array_equal(plain.ids.numpy()[:, :1], empty_terms.ids.numpy())
 

@@ -39,11 +39,13 @@ def chromium() -> str:
     return path
 
 
-def test_translate_and_click_a_target_token(chromium, tmp_path):
+def test_translate_click_a_target_token_and_ask_for_terms(chromium, tmp_path):
     output_dir = serve_helpers.text_run(tmp_path)
-    png = str(tmp_path / "t2t-serve.png")
+    png, terms_png = str(tmp_path / "t2t-serve.png"), str(tmp_path / "terms.png")
+    guides = ("we", "red box; doors")
     with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
         shown = screenshot_serve.screenshot(url, [SENTENCE], png, chromium)
+        guided = screenshot_serve.screenshot(url, [SENTENCE], terms_png, chromium, guides)
     # The page searches with the run's defaults; its attention is that of the best translation.
     reference = sentence_attention(Translator.from_run(Run.restore(output_dir)), SENTENCE)
     assert shown["source"] == reference["source"]
@@ -52,6 +54,20 @@ def test_translate_and_click_a_target_token(chromium, tmp_path):
     assert shown["cells"] == len(reference["source"]) * len(reference["target"]) > 0
     assert shown["selected"] == reference["target"][min(1, len(reference["target"]) - 1)]
     assert os.path.getsize(png) > 10_000
+    # With a prefix and terms: the translation, confidence, marked tokens and alignment of
+    # the Translator with the same guide.
+    translator = Translator.from_run(Run.restore(output_dir))
+    (hyp,) = translator.hypotheses(
+        [SENTENCE], guides=[Guide("we", ("red box", "doors"))], details=True
+    )[0]
+    assert guided["translation"] == hyp.text and hyp.text.startswith("we")
+    assert "red box" in hyp.text and "doors" in hyp.text
+    assert guided["confidence"] == f"confidence {hyp.details.confidence:.2f}"
+    assert guided["tokens"] == list(hyp.details.tokens)
+    probs = zip(hyp.details.tokens, hyp.details.token_probs, strict=True)
+    assert guided["low"] == [t for t, p in probs if p < 0.5]
+    assert guided["pairs"] == hyp.details.alignment.split()
+    assert os.path.getsize(terms_png) > 10_000
 
 
 def test_parse_tree_and_gold_tree_score(chromium, tmp_path):
@@ -127,24 +143,3 @@ def test_scores_scale_sampling_and_offline_api_pages(chromium, tmp_path):
     assert sampled == expected.translate([SENTENCE])[0]
     assert "/api/translate" in "".join(operations)
     assert outside == [], outside
-
-
-def test_terms_prefix_confidence_and_alignment_on_the_page(chromium, tmp_path):
-    output_dir = serve_helpers.text_run(tmp_path)
-    png = str(tmp_path / "terms.png")
-    guides = ("we", "red box; doors")
-    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
-        shown = screenshot_serve.screenshot(url, [SENTENCE], png, chromium, guides)
-    translator = Translator.from_run(Run.restore(output_dir))
-    (hyp,) = translator.hypotheses(
-        [SENTENCE], guides=[Guide("we", ("red box", "doors"))], details=True
-    )[0]
-    assert shown["translation"] == hyp.text and hyp.text.startswith("we")
-    assert "red box" in hyp.text and "doors" in hyp.text
-    assert shown["confidence"] == f"confidence {hyp.details.confidence:.2f}"
-    assert shown["tokens"] == list(hyp.details.tokens)
-    assert shown["low"] == [
-        t for t, p in zip(hyp.details.tokens, hyp.details.token_probs, strict=True) if p < 0.5
-    ]
-    assert shown["pairs"] == hyp.details.alignment.split()
-    assert os.path.getsize(png) > 10_000

@@ -1,17 +1,27 @@
-"""Prefixes, constraints and details through t2t-serve's API: a run and its SavedModel answer
-as t2t-decode --output_format=jsonl writes, and bad requests get a 422 naming the field."""
+"""Prefixes, constraints and details in the exported `guided` signature and through t2t-serve's
+API: the signature computes what `Translator.hypotheses(guides, details=True)` does (outputs,
+scores, tokens, token probabilities, alignments, calibrated confidence), a run and its
+SavedModel answer as t2t-decode --output_format=jsonl writes, and bad requests get a 4xx naming
+the field."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import serve_helpers
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 from fastapi.testclient import TestClient
 
+from t2t_lite.decode import confidence
+from t2t_lite.decode.guidance import Guide
 from t2t_lite.decode.runner import DecodeConfig, run_decode
+from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
 from t2t_lite.serve import export
+from t2t_lite.serve.guided_graph import calibrated
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.run_backend import RunBackend
@@ -31,11 +41,22 @@ def _seed():
 
 
 @pytest.fixture(scope="module")
-def clients(tmp_path_factory):
-    root = tmp_path_factory.mktemp("web_guided")
+def exported(tmp_path_factory):
+    """(root, a SentencePiece run with a fitted confidence calibration, its export's path)."""
+    root = tmp_path_factory.mktemp("guided")
     output_dir = serve_helpers.text_run(root)
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(-4, 0, 12))
+    confidence.Calibration(tuple(x), tuple(np.linspace(0.05, 0.9, 12)), 12).save(output_dir)
     run = Run.restore(output_dir, search=SEARCH)
     path, _ = export.export_run(run, str(root / "export"))
+    return root, output_dir, path
+
+
+@pytest.fixture(scope="module")
+def clients(exported):
+    root, output_dir, path = exported
+    run = Run.restore(output_dir, search=SEARCH)
     with (
         TestClient(create_app(RunBackend(run), LIMITS)) as from_run,
         TestClient(create_app(SavedModelBackend(path), LIMITS)) as from_export,
@@ -112,3 +133,52 @@ def test_a_saved_model_describes_the_best_translation_only(clients):
     answer = clients[3].post("/api/translate", json=body)
     assert answer.status_code == 422 and answer.json()["field"] == "nbest"
     assert "best translation only" in answer.json()["error"]
+
+
+# The guided signature's own cases: a prefix, a phrase of two words, one that cannot fit.
+SIG_LINES = ["we saw the red box", "", "  I took a door  ", "the small boxes", "now then here"]
+SIG_PREFIXES = ["", "", "you", "the green", ""]
+SIG_CONSTRAINTS = [["doors", "small"], [], ["red box"], [], ["boxes", " ".join(["green"] * 30)]]
+
+
+def test_guided_signature_equals_the_translator(exported):
+    _, output_dir, path = exported
+    translator = Translator.from_run(output_dir, **SEARCH)
+    assert translator.calibration.sentences == 12
+    guides = [Guide(p, tuple(c)) for p, c in zip(SIG_PREFIXES, SIG_CONSTRAINTS, strict=True)]
+    found = translator.hypotheses(SIG_LINES, guides=guides, details=True)
+    width = max(len(c) for c in SIG_CONSTRAINTS)
+    table = [c + [""] * (width - len(c)) for c in SIG_CONSTRAINTS]
+    signature = tf.saved_model.load(path).signatures[export.GUIDED_SIGNATURE]
+    out = signature(
+        inputs=tf.constant(SIG_LINES),
+        prefixes=tf.constant(SIG_PREFIXES),
+        constraints=tf.constant(table),
+    )
+    for i, hyps in enumerate(found):
+        text = out["outputs"][i].numpy().decode("utf-8")
+        if not hyps:
+            assert text == "" and out["alignment"][i].numpy() == b""
+            continue
+        (hyp,) = hyps
+        assert text == hyp.text
+        assert float(out["scores"][i]) == pytest.approx(hyp.score, abs=1e-5)
+        n = len(hyp.details.tokens)
+        tokens = [t.decode("utf-8") for t in out["tokens"][i].numpy()]
+        assert tokens[:n] == list(hyp.details.tokens) and not any(tokens[n:])
+        np.testing.assert_allclose(out["token_probs"][i, :n], hyp.details.token_probs, atol=1e-5)
+        assert out["alignment"][i].numpy().decode() == hyp.details.alignment
+        assert float(out["confidence"][i]) == pytest.approx(hyp.details.confidence, abs=1e-5)
+    # What was asked for is there: the prefixes, and the constraints that fit.
+    assert found[2][0].text.startswith("you") and found[3][0].text.startswith("the green")
+    assert "red box" in found[2][0].text and "doors" in found[0][0].text
+    assert "boxes" in found[4][0].text  # the 30-word phrase after it did not fit: dropped
+
+
+def test_graph_calibration_equals_numpy_interp():
+    points = confidence.Calibration((-3.0, -2.0, -2.0, -0.5), (0.1, 0.3, 0.5, 0.8), 4)
+    values = np.array([-5.0, -3.0, -2.5, -2.0, -1.9, -1.0, -0.5, 0.0], np.float32)
+    got = calibrated(points, tf.constant(values)).numpy()
+    np.testing.assert_allclose(got, [points([v]) for v in values], atol=1e-6)
+    plain = calibrated(confidence.Calibration(), tf.constant(values)).numpy()
+    np.testing.assert_allclose(plain, np.exp(values), rtol=1e-6)

@@ -18,6 +18,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from t2t_lite.decode.confidence import Calibration
 from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.hparams import SearchSettings
@@ -42,6 +43,7 @@ class TranslatorCache:
             raise ValueError(f"the translator cache needs a size of at least 1, got {size}")
         self.run, self.batch_tokens, self.size = run, batch_tokens, size
         self.jit_compile = jit_compile
+        self.calibration = Calibration.load(run.output_dir)  # the run's confidence.json
         self._translators: collections.OrderedDict[SearchSettings, Translator] = (
             collections.OrderedDict()
         )
@@ -62,6 +64,7 @@ class TranslatorCache:
                     run.problem.postprocess,
                     run.constraint,
                     jit_compile=self.jit_compile,
+                    calibration=self.calibration,
                 )
             self._translators[settings] = translator  # now the most recent
             while len(self._translators) > self.size:
