@@ -21,6 +21,7 @@ from t2t_lite.decode import transformer_step
 from t2t_lite.decode.confidence import Calibration
 from t2t_lite.decode.details import forced_pass
 from t2t_lite.serve.attention_graph import graph_token_labels
+from t2t_lite.serve.text_graph import clean_utf8, source_ids, strip_whitespace
 from t2t_lite.vocabulary import EOS_ID
 
 
@@ -97,8 +98,6 @@ class GuidedSignature:
         self.calibration = calibration
 
     def __call__(self, inputs, prefixes, constraints) -> dict[str, tf.Tensor]:
-        from t2t_lite.serve.export import clean_utf8, source_ids, strip_whitespace
-
         f, s = self.functions, self.functions.settings
         text = strip_whitespace(clean_utf8(tf.convert_to_tensor(inputs, tf.string)))
         ids, truncated = source_ids(f.tokenizer.encode(text), f.max_input_length)
