@@ -24,7 +24,7 @@ from t2t_lite.decode.exported import ExportedTranslator, is_export, shape_transl
 from t2t_lite.decode.guidance import EncodedGuides, Guide, encode_guides, report_unplaced
 from t2t_lite.decode.replicas import split_rows
 from t2t_lite.decode.search import SearchResult
-from t2t_lite.decode.transformer_step import score_ids, search_function
+from t2t_lite.decode.transformer_step import output_lengths, score_ids, search_function
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.quantize import multiplies_in_8_bits
 from t2t_lite.run.run import Run
@@ -214,18 +214,14 @@ class Translator:
                 self._joins_table = self.tokenizer.joins_previous()
         return self._joins_table
 
-    def max_output_length(self, source_length: int) -> int:
-        """The longest output (EOS included) of a source of `source_length` ids."""
-        extra = self.settings.extra_length
-        return max(1, min(source_length + extra, self.model.max_positions))
-
     def guided_search_ids(self, sources, guides, names) -> tuple[SearchResult, EncodedGuides]:
         """`search_ids` with a `Guide` per source (prefix and phrases; `guidance`)."""
         if self.settings.sampling and any(g.constraints for g in guides):
             raise ValueError("terminology constraints need beam search; drop --sampling")
-        limits = [self.max_output_length(len(s)) for s in sources]
+        inputs = pad_batch(sources)
+        limits = output_lengths(self.model, inputs, self.settings.extra_length).numpy().tolist()
         encoded = encode_guides(self.tokenizer, guides, limits, names)
-        found = self._guided_search()(pad_batch(sources), encoded.prefix, encoded.terms)
+        found = self._guided_search()(inputs, encoded.prefix, encoded.terms)
         return found, encoded
 
     def _guided_search(self) -> Callable[..., SearchResult]:
