@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from t2t_lite.bin import cli
-from t2t_lite.train.config import FAILURES, METRIC_DIRECTIONS, STRATEGIES, TrainConfig
+from t2t_lite.bin import cli, cluster_flags
+from t2t_lite.train.config import FAILURES, METRIC_DIRECTIONS, TrainConfig
 
 FLAGS = flags.FLAGS
+flags.adopt_module_key_flags(cluster_flags)
 flags.DEFINE_string("problem", None, "Registered problem, e.g. algorithmic_reverse.", required=True)
 flags.DEFINE_string("hparams_set", "transformer_base", "Named hparams set.")
 flags.DEFINE_string("hparams", "", "Overrides of the set: k=v,k=v (strict).")
@@ -29,7 +30,6 @@ flags.DEFINE_integer("log_every", 100, "Progress line and summaries every N step
 flags.DEFINE_integer("seed", 0, "Seed of initialization, dropout and data order.")
 flags.DEFINE_boolean("deterministic", False, "Deterministic ops: resumed runs equal unbroken ones.")
 flags.DEFINE_string("usr_dir", None, "Python module or package with your own problems.")
-flags.DEFINE_enum("strategy", "auto", STRATEGIES, "auto: multi_worker if TF_CONFIG has >1 task.")
 flags.DEFINE_enum("best_metric", "dev_loss", list(METRIC_DIRECTIONS), "Keeps output_dir/best/.")
 flags.DEFINE_integer("early_stopping", 0, "Stop after N evaluations without a better best_metric.")
 flags.DEFINE_integer("bleu_examples", 0, "sacreBLEU of greedy decoding on N dev examples.")
@@ -50,7 +50,7 @@ def main() -> None:
     from t2t_lite.hparams import get_hparams
     from t2t_lite.train import loop as training
 
-    strategy = training.create_strategy(FLAGS.strategy)  # before any other TensorFlow op
+    strategy = cluster_flags.strategy_from_flags()  # before any other TensorFlow op
     if FLAGS.usr_dir:
         problems.import_usr_dir(FLAGS.usr_dir)
     try:

@@ -60,8 +60,12 @@ def make_dataset_from_files(
       shuffle: shuffle shard order and examples deterministically from `seed` (new order each
         epoch, the same sequence of orders for the same seed).
       repeat: repeat forever (training) or stop after one pass (evaluation).
-      input_context: from `strategy.distribute_datasets_from_function`; each input pipeline reads
-        a disjoint part (whole shards when there are enough of them, else every n-th example).
+      input_context: from `strategy.distribute_datasets_from_function`; of n input pipelines
+        (one per worker) the i-th keeps batches i, i + n, i + 2n, ... of the stream one pipeline
+        makes: sharding by data, after batching. Every worker reads every shard, and each batch
+        of an epoch is trained on by exactly one worker; a step of n workers sees the batches a
+        step of one worker with n replicas sees (so the two train alike), and a resumed run
+        skips each pipeline's own batches.
     """
     if hparams.max_length > hparams.batch_size:
         raise ValueError(
@@ -70,11 +74,7 @@ def make_dataset_from_files(
         )
     if not files:
         raise ValueError("no shards to read")
-    num_pipelines = input_context.num_input_pipelines if input_context else 1
-    shard_files = num_pipelines > 1 and len(files) >= num_pipelines
     ds = tf.data.Dataset.from_tensor_slices(files)
-    if shard_files:
-        ds = ds.shard(num_pipelines, input_context.input_pipeline_id)
     if shuffle:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     ds = ds.interleave(
@@ -83,8 +83,6 @@ def make_dataset_from_files(
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
-    if num_pipelines > 1 and not shard_files:
-        ds = ds.shard(num_pipelines, input_context.input_pipeline_id)
     # Parsing a batch of records at once is much cheaper than one by one.
     ds = ds.batch(256).map(parse_examples, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
     # Unbatched rows are typed as rank-0-ragged; their values are plain tensors, which the
@@ -102,4 +100,6 @@ def make_dataset_from_files(
         bucket_batch_sizes=bucket_batch_sizes(boundaries, hparams.batch_size),
         pad_to_bucket_boundary=True,
     )
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     return ds.prefetch(tf.data.AUTOTUNE)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from t2t_lite.extras import lazy_import
+from t2t_lite.runtime import cluster
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES  # t2t-decode's --strategy
 from t2t_lite.runtime.distribute import cluster_size, create_strategy
 
@@ -25,14 +26,14 @@ tf = lazy_import("tensorflow")
 def decode_strategy(name: str = "default") -> tf.distribute.Strategy | None:
     """The strategy `--strategy=name` names for decoding: "auto" and "mirrored" replicate over
     the local devices (every GPU, else every logical CPU), "default" is one device (None).
-    Decoding runs in one process, so a cluster (multi_worker, or auto with a TF_CONFIG of several
-    tasks) is refused."""
+    Decoding runs in one process, so a cluster (multi_worker, or auto in a cluster of several
+    tasks: TF_CONFIG, SLURM, an Indexed Job) is refused."""
     if name not in STRATEGIES:
         raise ValueError(f"--strategy={name!r} is not one of {', '.join(STRATEGIES)}")
-    if name == "multi_worker" or (name == "auto" and cluster_size() > 1):
+    if name == "multi_worker" or (name == "auto" and cluster_size(cluster.resolve("auto")) > 1):
         raise ValueError(
             f"--strategy={name}: decoding runs in one process over its local devices "
-            "(auto or mirrored without a TF_CONFIG cluster, or default)"
+            "(auto or mirrored outside a cluster, or default)"
         )
     return None if name == "default" else create_strategy("mirrored")
 

@@ -1,33 +1,30 @@
 """The tf.distribute strategy of a training run: one code path for one device, many local devices
 and many workers.
 
-`--strategy=auto` picks MultiWorkerMirroredStrategy when TF_CONFIG names more than one task in its
-cluster, and MirroredStrategy over the local devices otherwise: every GPU, or, when there is none,
-every logical CPU device (one unless `tf.config.set_logical_device_configuration` split it).
+`--strategy=auto` picks MultiWorkerMirroredStrategy when the cluster (runtime/cluster.py: TF_CONFIG,
+SLURM or a Kubernetes Indexed Job) has more than one task, and MirroredStrategy over the local
+devices otherwise: every GPU, or, when there is none, every logical CPU device (one unless
+`tf.config.set_logical_device_configuration` split it).
 """
 
 from __future__ import annotations
 
-import json
 import os
 
 from t2t_lite.extras import lazy_import
+from t2t_lite.runtime import cluster
 
 tf = lazy_import("tensorflow")
 
 STRATEGIES = ("auto", "mirrored", "multi_worker", "default")
 
 
-def cluster_size() -> int:
-    """Number of tasks (workers and chief) that TF_CONFIG names; 1 without TF_CONFIG."""
-    text = os.environ.get("TF_CONFIG", "")
-    if not text:
+def cluster_size(resolver=None) -> int:
+    """Number of tasks (workers and chief) of the cluster; 1 without one."""
+    if resolver is None:
         return 1
-    try:
-        cluster = json.loads(text).get("cluster", {})
-    except json.JSONDecodeError as e:
-        raise ValueError(f"TF_CONFIG is not valid JSON: {e}: {text[:200]!r}") from None
-    return sum(len(cluster.get(role, [])) for role in ("chief", "worker"))
+    spec = resolver.cluster_spec()
+    return sum(spec.num_tasks(job) for job in ("chief", "worker") if job in spec.jobs)
 
 
 def local_devices() -> list[str]:
@@ -36,14 +33,27 @@ def local_devices() -> list[str]:
     return [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
 
 
-def create_strategy(name: str = "auto") -> tf.distribute.Strategy:
-    """The strategy named by `--strategy`; create it before any other TensorFlow op."""
+def create_strategy(
+    name: str = "auto", resolver=None, timeout_seconds: float = 0.0
+) -> tf.distribute.Strategy:
+    """The strategy named by `--strategy`; create it before any other TensorFlow op.
+
+    `resolver` (runtime/cluster.py; None: TF_CONFIG's, if set) locates the workers of a
+    multi-worker strategy; `timeout_seconds` > 0 bounds how long one of its collectives waits
+    for the other workers before failing."""
     if name not in STRATEGIES:
         raise ValueError(f"--strategy={name!r} is not one of {', '.join(STRATEGIES)}")
+    if resolver is None and name in ("auto", "multi_worker") and os.environ.get("TF_CONFIG"):
+        resolver = cluster.resolve("tf_config")
     if name == "auto":
-        name = "multi_worker" if cluster_size() > 1 else "mirrored"
+        name = "multi_worker" if cluster_size(resolver) > 1 else "mirrored"
     if name == "multi_worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        options = tf.distribute.experimental.CommunicationOptions(
+            timeout_seconds=timeout_seconds or None
+        )
+        return tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=resolver, communication_options=options
+        )
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=local_devices())
     return tf.distribute.get_strategy()
@@ -69,8 +79,6 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
 
 def num_input_pipelines(strategy: tf.distribute.Strategy) -> int:
     """How many input pipelines `distribute_datasets_from_function` builds: one per worker."""
-    return (
-        max(1, cluster_size())
-        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-        else 1
-    )
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return 1
+    return max(1, cluster_size(strategy.cluster_resolver))

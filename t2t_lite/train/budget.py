@@ -17,6 +17,8 @@ count it expects, once (`rate_factor`): for a budget of steps at the start, on a
 rate is measured over a full minute, as late dropout decides. Until then the peak is
 `learning_rate`'s. The choice is kept in each checkpoint, so a resumed run keeps it.
 
+In a multi-worker run the chief's clock decides for every worker (train/consensus.py).
+
 The budget is the run's, not the process's: the minutes spent are stored in each checkpoint, so
 a resumed run continues with what is left, and a run whose budget is spent trains no more. A
 different `--train_minutes` on a resume is refused (hparams.budget_minutes is part of
@@ -37,6 +39,7 @@ from t2t_lite.hparams import HParams
 from t2t_lite.hparams.hparams_base import override_keys
 from t2t_lite.run.layout import BUDGET_FILE, RATE_FILE
 from t2t_lite.runtime import atomic_io
+from t2t_lite.train.consensus import Agreed, Consensus
 
 # Steps of each process not used for the rate: tracing and the first batches' caches.
 STARTUP_STEPS = 20
@@ -230,8 +233,12 @@ class BudgetPolicy:
     `output_dir` is None on a worker that is not the chief (it writes no records).
     """
 
-    def __init__(self, trainer, train_minutes: float, step_limit: int, output_dir, clock=None):
+    def __init__(
+        self, trainer, train_minutes: float, step_limit: int, output_dir, clock=None, consensus=None
+    ):
         self.trainer, self.output_dir = trainer, output_dir
+        self.consensus: Consensus = consensus or Consensus(None, 1, chief=True)
+        self.agreed: Agreed | None = None  # the last step's values, the same on every worker
         self.hparams, self.state = trainer.hparams, trainer.budget
         self.step_limit = step_limit
         minutes = self.hparams.budget_minutes or train_minutes
@@ -256,29 +263,34 @@ class BudgetPolicy:
         return self.clock.remaining if self.clock is not None else None
 
     def expired(self) -> bool:
+        """Whether the budget is spent: by the last step's agreed values in a multi-worker run
+        (the chief's clock), else by this process's clock."""
+        if self.agreed is not None and self.consensus.shared:
+            return self.agreed.expired
         return self.clock is not None and self.clock.expired()
 
-    def settled(self) -> bool:
-        """Whether the expected step count is final enough to decide on (always, without a
-        clock)."""
-        return self.clock is None or self.clock.settled()
-
-    def observe(self, step: int, log: bool) -> int | None:
-        """Records that `step` is done; returns the step count the run expects (None while
-        the clock's start-up lasts). A budget run moves its horizon there, chooses its rate
-        factor once settled, and with `log` writes budget.json and logs its line."""
+    def observe(self, step: int, log: bool, stop: bool = False) -> Agreed:
+        """Records that `step` is done (`stop`: this process received a signal); returns what
+        every worker acts on (consensus.py): the step count the run expects (None while the
+        clock's start-up lasts), whether it is settled, and whether to stop. A budget run moves
+        its horizon there, chooses its rate factor once settled, and with `log` writes
+        budget.json and logs its line (the chief)."""
         if self.clock is None:
-            return self.step_limit
-        expected = self.clock.observe(step)
-        if self.shapes_schedule and expected is not None:
+            mine = (self.step_limit, True, False)
+        else:
+            expected = self.clock.observe(step)
+            mine = (expected, self.clock.settled(), self.clock.expired())
+        agreed = self.agreed = self.consensus.agree(stop, *mine)
+        expected = agreed.expected
+        if self.clock is not None and self.shapes_schedule and expected is not None:
             self.trainer.schedule.set_horizon(expected)
-            if self.clock.settled():
+            if agreed.settled:
                 self.state.choose_rate(
                     self.trainer.schedule, self.hparams, step, expected, self.output_dir
                 )
             if log and self.output_dir is not None:
                 logging.info("%s", self.clock.record(self.output_dir, step, expected))
-        return expected
+        return agreed
 
     def before_save(self) -> None:
         """Keeps the minutes spent in the checkpoint about to be written."""

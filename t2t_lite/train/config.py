@@ -10,7 +10,7 @@ import sys
 
 # Ends of a run that are not a mistake in its flags (t2t-train: one line, exit status 1).
 from t2t_lite.run.checkpoints import CheckpointError
-from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES  # t2t-train's --strategy
+from t2t_lite.runtime.cluster import LostWorkerError
 
 # Metrics that can choose the best checkpoint, and whether higher is better.
 METRIC_DIRECTIONS = {
@@ -88,4 +88,10 @@ class TrainingInterrupted(Exception):
     """SIGTERM or SIGINT stopped training after a checkpoint was saved."""
 
 
-FAILURES = (NonFiniteError, CheckpointError, TrainingInterrupted, ConflictingRunError)
+FAILURES = (
+    NonFiniteError,
+    CheckpointError,
+    TrainingInterrupted,
+    ConflictingRunError,
+    LostWorkerError,
+)

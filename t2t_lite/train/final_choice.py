@@ -56,10 +56,13 @@ def recorded_choice(output_dir: str) -> dict | None:
         return json.load(f)
 
 
-def choose_final(trainer, output_dir: str, step: int, score, metric: str = "dev_loss") -> dict:
+def choose_final(
+    trainer, output_dir: str, step: int, score, metric: str = "dev_loss", write: bool = True
+) -> dict:
     """Measures the candidates with `score()` (the `metric`, a key of METRIC_DIRECTIONS, of
     trainer.model's current weights), writes the best to output_dir/final/ and returns the record
-    of choice.json. Ties go to the last weights."""
+    of choice.json. Ties go to the last weights. A worker that is not the chief of a multi-worker
+    run scores alike (the scores' collectives need it) and writes nothing (`write` False)."""
     model = trainer.model
     last = _snapshot(model)
     scores = {"last": float(score())}
@@ -79,9 +82,11 @@ def choose_final(trainer, output_dir: str, step: int, score, metric: str = "dev_
         scores["best"], weights["best"] = float(score()), _snapshot(model)
     sign = -1.0 if METRIC_DIRECTIONS[metric] else 1.0
     chosen = min(scores, key=lambda name: (sign * scores[name], name != "last"))
-    _load(model, weights[chosen])
     final = os.path.join(output_dir, FINAL_DIR)
-    path = checkpoints.save_model_checkpoint(model, final, step)
+    path = None
+    if write:
+        _load(model, weights[chosen])
+        path = checkpoints.save_model_checkpoint(model, final, step)
     _load(model, last)
     others = ", ".join(f"{k} {v:.4f}" for k, v in scores.items() if k != chosen)
     which = (
@@ -98,6 +103,8 @@ def choose_final(trainer, output_dir: str, step: int, score, metric: str = "dev_
         "ema_momentum": trainer.hparams.ema_momentum,
         "why": f"{which}: {chosen} {scores[chosen]:.4f} ({others or 'no other candidate'})",
     }
+    if not write:
+        return record
     atomic_io.write_json(os.path.join(final, CHOICE_FILE), record)
     logging.info("end of the budget: kept the %s model in %s; %s", chosen, final, record["why"])
     return record

@@ -30,7 +30,7 @@ from t2t_lite.run.checkpoints import CheckpointError as CheckpointError
 from t2t_lite.run.layout import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE, SUMMARIES_DIR
 from t2t_lite.run.lock import run_lock
 from t2t_lite.run.run_info import RunInfo
-from t2t_lite.runtime import distribute
+from t2t_lite.runtime import cluster, distribute
 from t2t_lite.runtime.atomic_io import file_sha256
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
 from t2t_lite.runtime.distribute import create_strategy as create_strategy
@@ -45,6 +45,7 @@ from t2t_lite.train.config import (
     TrainConfig,
     TrainingInterrupted,
 )
+from t2t_lite.train.consensus import Agreed, Consensus
 from t2t_lite.train.evaluation import (
     FLOAT32_MAX,
     dev_bleu,
@@ -180,10 +181,6 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
     """
     config, hparams = resolve_run(config, hparams)
     strategy = strategy or distribute.create_strategy("auto")
-    if config.train_minutes and distribute.num_input_pipelines(strategy) > 1:
-        # Each worker would read its own clock and stop at a different step, leaving the others
-        # waiting in a collective; a step count is the same everywhere.
-        raise ValueError("--train_minutes works on one machine only; use --train_steps")
     _configure(config)
     problem.check_data_dir(config.data_dir)
     if hparams.precision == AUTO:  # hparams.json records what the run computes in
@@ -217,8 +214,13 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dic
     per_pipeline = strategy.num_replicas_in_sync // distribute.num_input_pipelines(strategy)
     skip = start * hparams.accum_steps * per_pipeline
     iterator = _distributed_stream(problem, config, hparams, strategy, skip)
+    workers = distribute.num_input_pipelines(strategy)
     limits = BudgetPolicy(
-        trainer, config.train_minutes, config.step_limit, config.output_dir if chief else None
+        trainer,
+        config.train_minutes,
+        config.step_limit,
+        config.output_dir if chief else None,
+        consensus=Consensus(strategy, workers, chief),
     )
     late = None
     if trainer.late_dropout is not None:
@@ -226,17 +228,18 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dic
         late = LateDropout(trainer, train_tokens, config.output_dir, chief)
     loop = _Loop(problem, config, trainer, keeper, strategy, chief, limits, late)
     limits.start(start)
-    if trainer.budget is not None and limits.expired():
-        logging.info(
-            "the budget of %g minutes is spent (step %d): nothing left to train; start a new "
-            "run with --init_from=%s to train on",
-            hparams.budget_minutes,
-            start,
-            config.output_dir,
-        )
-        loop.finish(start)
-        return loop.last_metrics
-    return loop.run(iterator, start)
+    with cluster.lost_workers(workers > 1, lambda: keeper.manager.latest_checkpoint):
+        if trainer.budget is not None and limits.expired():
+            logging.info(
+                "the budget of %g minutes is spent (step %d): nothing left to train; start a "
+                "new run with --init_from=%s to train on",
+                hparams.budget_minutes,
+                start,
+                config.output_dir,
+            )
+            loop.finish(start)
+            return loop.last_metrics
+        return loop.run(iterator, start)
 
 
 def _run_info(problem, config: TrainConfig, hparams: HParams, hparams_set: str) -> RunInfo:
@@ -312,15 +315,14 @@ class _Loop:
                 step += 1
                 self._check_step(step, result)
                 progress.update(step, result)
-                self._after_step(step, result)
+                agreed = self._after_step(step, result, bool(stop.received))
                 if step % config.log_every == 0:
                     self._summaries(self.train_writer, step, progress.scalars(result))
-                if stop.received:
+                if agreed.stop:  # this process's signal, or another worker's
                     path = self._save(step)
-                    logging.warning("%s: saved %s at step %d; stopping", stop.received, path, step)
-                    raise TrainingInterrupted(
-                        f"stopped by {stop.received} at step {step}; saved {path}"
-                    )
+                    cause = stop.received or "a signal to another worker"
+                    logging.warning("%s: saved %s at step %d; stopping", cause, path, step)
+                    raise TrainingInterrupted(f"stopped by {cause} at step {step}; saved {path}")
                 out_of_time = self.limits.expired()
                 last = step == config.step_limit or out_of_time
                 if step % config.save_every == 0 or last:  # the last one before evaluating
@@ -346,20 +348,25 @@ class _Loop:
         self.limits.before_save()
         return self.keeper.save(step)
 
-    def _after_step(self, step: int, result: dict) -> None:
-        """The step count the run expects, for a budget's schedule and for late dropout."""
+    def _after_step(self, step: int, result: dict, stop: bool) -> Agreed:
+        """What every worker acts on after `step` (`stop`: this process received a signal): the
+        step count the run expects, for a budget's schedule and for late dropout, and whether
+        to stop."""
         log = step % self.config.log_every == 0
-        expected = self.limits.observe(step, log)
+        agreed = self.limits.observe(step, log, stop)
         if self.late is not None:
-            settled = self.limits.settled()
-            self.late.observe(step, result["target_tokens"], expected if settled else None)
+            expected = agreed.expected if agreed.settled else None
+            self.late.observe(step, result["target_tokens"], expected)
+        return agreed
 
     def finish(self, step: int) -> None:
         """The end of a budget: keeps the best of the last, averaged, EMA and best weights."""
         recorded = final_choice.recorded_choice(self.config.output_dir)
-        if not self.chief or (recorded and recorded["step"] == step):
+        if recorded and recorded["step"] == step:
             return
         if getattr(self.problem, "metric", None) == "bleu":  # judged by what it is scored by
+            if not self.chief:  # the chief decodes on its own devices
+                return
             examples = self.config.bleu_examples or final_choice.BLEU_EXAMPLES
             config = dataclasses.replace(self.config, bleu_examples=examples)
             local = local_strategy(self.strategy)
@@ -368,7 +375,10 @@ class _Loop:
             )
             final_choice.choose_final(self.trainer, config.output_dir, step, score, "dev_bleu")
             return
-        final_choice.choose_final(self.trainer, self.config.output_dir, step, self._dev_loss)
+        # Every worker takes part in the dev loss's collectives; the chief writes.
+        final_choice.choose_final(
+            self.trainer, self.config.output_dir, step, self._dev_loss, write=self.chief
+        )
 
     def _dev_loss(self) -> float:
         return evaluate(self.trainer, self.dev, self.problem, self.config, bleu=False)["dev_loss"]

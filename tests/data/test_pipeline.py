@@ -80,8 +80,9 @@ def test_shuffle_is_deterministic_per_seed(shards):
     assert first_batches(1) != first_batches(2)
 
 
-@pytest.mark.parametrize("num_pipelines", [2, 4])  # 2: whole shards; 4 > 3 shards: by example
+@pytest.mark.parametrize("num_pipelines", [2, 4])  # 4 > 3 shards
 def test_input_context_splits_the_data_disjointly(shards, num_pipelines):
+    """Over one epoch each example is seen by exactly one of the pipelines (one per worker)."""
     files, examples = shards
     hparams = get_hparams("transformer_tiny", "batch_size=1024,max_length=64")
     total = collections.Counter()
@@ -94,6 +95,23 @@ def test_input_context_splits_the_data_disjointly(shards, num_pipelines):
         assert part and not set(part) & set(total)
         total += part
     assert total == collections.Counter(examples)
+
+
+def test_each_pipeline_keeps_every_nth_batch_of_one_stream(shards):
+    """Two workers' pipelines together give the batches of one worker's stream, alternately:
+    what one worker with two replicas trains on, shuffled and repeated alike."""
+    files, _ = shards
+    hparams = get_hparams("transformer_tiny", "batch_size=200,max_length=64")
+
+    def batches(context, count):
+        ds = pipeline.make_dataset_from_files(
+            files, hparams, shuffle=True, repeat=True, seed=5, input_context=context
+        )
+        return [b["inputs"].numpy().tolist() for b in ds.take(count)]
+
+    one = batches(None, 40)
+    parts = [batches(tf.distribute.InputContext(2, i, 2), 20) for i in range(2)]
+    assert one[0::2] == parts[0] and one[1::2] == parts[1]
 
 
 def test_max_length_over_budget_is_an_error(shards):

@@ -43,7 +43,7 @@ def test_a_budget_of_minutes_goes_on_from_the_spent_seconds_and_moves_its_horizo
     for _ in range(budget.STARTUP_STEPS + 10):  # 2 steps a second
         clock.now += 0.5
         step += 1
-        expected = limits.observe(step, log=True)
+        expected = limits.observe(step, log=True).expected
     left = 90.0 - 0.5 * step
     assert expected == step + int(2.0 * left)
     assert float(trainer.schedule.horizon.numpy()) == expected
@@ -59,8 +59,9 @@ def test_a_budget_of_steps_sets_its_horizon_at_the_start_and_has_no_clock(tmp_pa
     limits = BudgetPolicy(trainer, 0, 40, str(tmp_path), clock=FakeClock())
     limits.start(0)
     assert float(trainer.schedule.horizon.numpy()) == 40.0
-    assert limits.seconds_left is None and not limits.expired() and limits.settled()
-    assert limits.observe(7, log=True) == 40
+    assert limits.seconds_left is None and not limits.expired()
+    agreed = limits.observe(7, log=True)
+    assert agreed.expected == 40 and agreed.settled and not agreed.stop and not agreed.expired
     limits.before_save()
     assert float(trainer.budget.seconds.numpy()) == 0.0
 
@@ -82,4 +83,4 @@ def test_no_minutes_no_clock():
     trainer = _trainer("", minutes=0)
     limits = BudgetPolicy(trainer, 0, 25, None)
     assert limits.clock is None and limits.seconds_left is None
-    assert not limits.expired() and limits.observe(3, log=False) == 25
+    assert not limits.expired() and limits.observe(3, log=False).expected == 25
