@@ -4,6 +4,7 @@ TF_CONFIG are fixed before TensorFlow starts, and kill -9 needs a process of its
   python tests/train_helpers.py train OUTPUT_DIR STEPS SAVE_EVERY [HPARAMS]
   python tests/train_helpers.py mirrored   # prints JSON: 2-replica vs 1-device results
   python tests/train_helpers.py dev_bleu DATA_DIR   # prints JSON: dev BLEU on 2 replicas and 1
+  python tests/train_helpers.py t2t_train_two_devices FLAGS...   # t2t-train on 2 logical CPUs
 """
 
 from __future__ import annotations
@@ -171,3 +172,14 @@ if __name__ == "__main__":
         mirrored_main()
     elif sys.argv[1] == "dev_bleu":
         dev_bleu_main(sys.argv[2])
+    elif sys.argv[1] == "t2t_train_two_devices":  # t2t-train with its flags, on 2 logical CPUs
+        import tensorflow as tf
+
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+        )
+        from t2t_lite.bin import t2t_train
+
+        sys.argv = ["t2t-train"] + sys.argv[2:]
+        t2t_train.run()

@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import math
 import os
-import signal
 
 import keras
 import tensorflow as tf
@@ -55,6 +54,7 @@ from t2t_lite.train.evaluation import (
 from t2t_lite.train.init_from import initialize_from
 from t2t_lite.train.late_dropout import LateDropout, dropout_hparams
 from t2t_lite.train.step import Trainer
+from t2t_lite.train.stop_signal import StopSignal
 
 # tf.summary.scalar needs the tensorboard package; the raw op with the scalars plugin's
 # metadata writes the same event without it (TensorBoard itself is only needed to view them).
@@ -65,32 +65,6 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
 # float16 loss scaling halves the scale on every overflow; below this the gradients are not
 # representable at all and training cannot recover.
 MIN_LOSS_SCALE = 1.0
-
-
-class _StopSignal:
-    """Turns SIGTERM and SIGINT into a flag the loop checks after each step."""
-
-    def __init__(self):
-        self.received: str | None = None
-        self._previous = {}
-
-    def __enter__(self):
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        del frame
-        if self.received:  # a second signal: stop now, without a checkpoint
-            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
-        self.received = signal.Signals(signum).name
-        logging.warning(
-            "%s: stopping after this step (send it again to stop at once)", self.received
-        )
-
-    def __exit__(self, *exc):
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
 
 
 def _check_run_info(info: RunInfo, output_dir: str) -> None:
@@ -309,7 +283,7 @@ class _Loop:
         progress = ProgressLog(
             config.train_steps, start, config.log_every, self.limits.seconds_left
         )
-        with _StopSignal() as stop:
+        with StopSignal() as stop:
             while step < config.step_limit:
                 result = {k: v.numpy() for k, v in self.trainer.train_step(iterator).items()}
                 step += 1
