@@ -36,6 +36,15 @@ METADATA = "metadata.json"
 STATE = "datagen.json"  # written first: which problem and options this data_dir is for
 METRICS = ("bleu", "accuracy", "parse_f1")
 VOCAB_TYPES = ("bpe", "wordpiece", "words")
+# How datagen runs, not what it writes: every problem takes it (`t2t-datagen --num_processes`),
+# and it is not recorded, so a rerun may resume with another count.
+NUM_PROCESSES_HELP = (
+    "Processes that tokenize and write the shards, 1 or more; default: every core for problems "
+    "of 50,000 or more pairs a shard (text2text, wmt14_*), else 1. Output does not depend on it."
+)
+# Starting a worker process (it imports TensorFlow) costs about what encoding 50,000 pairs
+# does; problems with smaller shards (algorithmic, lohelp) write them in one process by default.
+PARALLEL_MIN_SHARD_PAIRS = 50_000
 
 
 class Problem:
@@ -163,8 +172,10 @@ class Problem:
         """Writes the vocabulary, TFRecord shards and metadata.json into `data_dir`.
 
         Idempotent: a finished data_dir is left alone, an interrupted one is completed (the
-        vocabulary and finished shards are kept). Returns the metadata.
+        vocabulary and finished shards are kept). `num_processes` (an option of every problem)
+        chooses how many processes write the shards (`datagen_processes`). Returns the metadata.
         """
+        processes = datagen_processes(options.pop("num_processes", None), self.examples_per_shard)
         options = self.resolve_options(options)
         state = {"problem": self.name, "options": _jsonable(options)}
         os.makedirs(data_dir, exist_ok=True)
@@ -192,19 +203,29 @@ class Problem:
         }
         for split in self.splits(options):
             logging.info("%s: writing split %s", self.name, split)
-            pairs = self.text_pairs(split, options)
             metadata["splits"][split] = data.shards.write_split(
                 data_dir,
                 split,
-                pairs,
+                self.text_pairs(split, options),
                 tokenizer,
                 self.examples_per_shard,
                 vocab_sha256=metadata["vocab"]["sha256"],
+                num_processes=processes,
+                total_pairs=self.split_size(split, options),
             )
             if not metadata["splits"][split]["examples"]:
                 raise ValueError(f"problem {self.name}: split {split} has no examples")
         atomic_io.write_json(metadata_path, metadata)
         return metadata
+
+    def split_size(self, split: str, options: dict[str, Any]) -> int | None:
+        """How many pairs `text_pairs(split)` yields, if that is cheap to know (datagen's
+        progress shows an ETA then), else None. Here: the lines of the file that the option
+        `<split>_src` names, when the problem has one (text2text)."""
+        path = options.get(f"{split}_src")
+        if not (isinstance(path, str) and path and os.path.isfile(path)):
+            return None
+        return _count_newlines(path)
 
     def check_data_dir(self, data_dir: str, wanted_by: str = "--problem") -> None:
         """Refuses a data_dir that datagen made for another problem (its metadata.json names
@@ -291,6 +312,32 @@ class Problem:
             texts = _logged(self.vocab_texts(options), "vocabulary: %d texts read")
             data.build_vocab(data_dir, vocab_type, texts, vocab_size, words=words)
         return self.tokenizer(data_dir)
+
+
+def datagen_processes(value: Any, examples_per_shard: int) -> int:
+    """The `num_processes` option (None, a count, or a flag's text) --> how many processes
+    write shards: the count given, else every core (`os.cpu_count()`) for problems of
+    PARALLEL_MIN_SHARD_PAIRS or more pairs a shard, else 1. Anything but a count of 1 or more
+    is an error."""
+    if value is None:
+        return (os.cpu_count() or 1) if examples_per_shard >= PARALLEL_MIN_SHARD_PAIRS else 1
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdecimal() or int(text) < 1:
+        raise ValueError(
+            f"num_processes must be a whole number of processes, 1 or more, got {value!r}; "
+            f"leave it out to use every core ({os.cpu_count()} here)"
+        )
+    return int(text)
+
+
+def _count_newlines(path: str) -> int:
+    """Lines of a file, a last line without its newline included (read in 1 MiB blocks: about
+    a second a gigabyte, no decoding)."""
+    lines, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            lines, last = lines + block.count(b"\n"), block[-1:]
+    return lines + (last != b"\n")
 
 
 def _parse_option(text: str, kind: type) -> Any:
@@ -412,7 +459,9 @@ def describe_options() -> dict[str, str]:
     """Every option of the registered problems --> its help text and the problems that take it,
     e.g. {"tfds_dir": "tensorflow-datasets data_dir. [wmt14_ende, wmt14_enfr]"}; problems that
     describe a shared option differently each get their text."""
-    problems_by_text: dict[str, dict[str, list[str]]] = {}
+    problems_by_text: dict[str, dict[str, list[str]]] = {
+        "num_processes": {NUM_PROCESSES_HELP: ["every problem"]}
+    }
     for name in PROBLEMS:
         cls = PROBLEMS.get(name)
         for option in cls.default_options:
@@ -435,7 +484,8 @@ def options_by_problem() -> list[tuple[list[str], list[tuple[str, Any, str]]]]:
             for option, default in sorted(cls.default_options.items())
         )
         groups.setdefault(options, []).append(name)
-    return [(names, list(options)) for options, names in groups.items()]
+    every = (["every problem"], [("num_processes", None, NUM_PROCESSES_HELP)])
+    return [*((names, list(options)) for options, names in groups.items()), every]
 
 
 def get_problem(name: str) -> Problem:
