@@ -3,10 +3,9 @@ cluster (runtime/cluster.py), defined here once; `strategy_from_flags` creates t
 
 from __future__ import annotations
 
-from absl import flags, logging
+from absl import flags
 
-from t2t_lite.runtime.cluster import CLUSTERS, SLURM_PORT_BASE
-from t2t_lite.runtime.distribute import STRATEGIES
+from t2t_lite.train.config import CLUSTERS, SLURM_PORT_BASE, STRATEGIES
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("strategy", "auto", STRATEGIES, "auto: multi_worker in a cluster of >1 task.")
@@ -29,9 +28,12 @@ flags.DEFINE_float(
 
 def strategy_from_flags():
     """The strategy of --strategy in the cluster of --cluster; before any other TensorFlow op."""
-    from t2t_lite.runtime import cluster, distribute
+    from t2t_lite.train.loop import cluster_strategy
 
-    resolver = cluster.resolve(FLAGS.cluster, FLAGS.worker_hosts, FLAGS.cluster_port)
-    if resolver is not None:
-        logging.info("cluster: %s, this task %s", FLAGS.cluster, cluster.describe(resolver))
-    return distribute.create_strategy(FLAGS.strategy, resolver, FLAGS.collective_timeout)
+    return cluster_strategy(
+        FLAGS.strategy,
+        FLAGS.cluster,
+        FLAGS.worker_hosts,
+        FLAGS.cluster_port,
+        FLAGS.collective_timeout,
+    )

@@ -69,6 +69,9 @@ class HParams:
     budget_long_learning_rate: float = 0.0
     budget_short_steps: int = 1500
     budget_long_steps: int = 4400
+    # > 0: this share of a --train_minutes budget is kept from training for tuning the search
+    # (beam size, alpha) on dev at its end; the run's search defaults then (train/search_tuning.py).
+    budget_tune_share: float = 0.0
     # > 0: Adam also keeps an exponential moving average of the weights with this momentum,
     # one candidate of the end-of-run choice (t2t_lite.train.final_choice).
     ema_momentum: float = 0.0
@@ -131,6 +134,10 @@ class HParams:
             raise ValueError(
                 "hparams budget_short_steps and budget_long_steps must satisfy 0 < short < long, "
                 f"got {self.budget_short_steps} and {self.budget_long_steps}"
+            )
+        if not 0.0 <= self.budget_tune_share <= 0.5:
+            raise ValueError(
+                f"hparam budget_tune_share must be in [0, 0.5], got {self.budget_tune_share}"
             )
         self._check_bounds()
         if self.dropout_passes < 0:

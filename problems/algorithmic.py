@@ -26,6 +26,7 @@ class AlgorithmicProblem(Problem):
     decode_defaults: ClassVar[SearchSettings] = SearchSettings(
         beam_size=1, alpha=0.0, extra_length=5
     )
+    tune_beams: ClassVar[tuple[int, ...]] = (4,)
     max_input_length: ClassVar[int] = 64
     max_target_length: ClassVar[int] = 64
     examples_per_shard: ClassVar[int] = 2_000

@@ -59,6 +59,8 @@ class Problem:
     vocab_size: ClassVar[int] = 8000
     metric: ClassVar[str] = "bleu"
     decode_defaults: ClassVar[SearchSettings] = SearchSettings()
+    # Beams the search tuning of a budget run tries besides decode_defaults' (search_tuning.py).
+    tune_beams: ClassVar[tuple[int, ...]] = (8,)
     has_inputs: ClassVar[bool] = True
     # Longest inputs / targets (tokens, EOS included) the problem is meant for; hparams.max_length
     # is what the pipeline enforces.

@@ -90,6 +90,7 @@ class TreebankProblem(Problem):
     vocab_size: ClassVar[int] = 0
     metric: ClassVar[str] = "parse_f1"
     decode_defaults: ClassVar[SearchSettings] = PARSING_DECODE_DEFAULTS
+    tune_beams: ClassVar[tuple[int, ...]] = (8, 48)
     # Linearized trees are about three times as long as their sentences.
     max_input_length: ClassVar[int] = 256
     max_target_length: ClassVar[int] = 768

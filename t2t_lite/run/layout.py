@@ -14,8 +14,11 @@ output_dir, named once here.
       final/                 the model a budget run kept at its end, and choice.json saying why
                              (t2t_lite.train.final_choice)
       budget.json            a budget run's minutes spent and steps expected (train/budget.py)
-      peak_rate.json         the budget run's learning-rate decision (train/budget.py)
-      dropout.json           the late-dropout decision (train/late_dropout.py)
+      peak_rate.json         the budget run's learning-rate decisions (train/budget.py)
+      dropout.json           the late-dropout decisions (train/late_dropout.py)
+      search.json            the search settings a budget run tuned on dev at its end, which
+                             the commands decode with unless flags say otherwise
+                             (train/search_tuning.py)
       summaries/             TensorBoard event files of the training and dev metrics
       train.lock             held by the t2t-train writing the run, with its PID (lock.py)
 
@@ -38,6 +41,7 @@ CHOICE_FILE = "choice.json"
 BUDGET_FILE = "budget.json"
 RATE_FILE = "peak_rate.json"
 DROPOUT_FILE = "dropout.json"
+SEARCH_FILE = "search.json"
 SUMMARIES_DIR = "summaries"
 LOCK_FILE = "train.lock"
 # In every checkpoint folder: TensorFlow's state file, listing the folder's checkpoints.

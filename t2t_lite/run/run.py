@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,7 +25,7 @@ from t2t_lite.model.layers import int8_product
 from t2t_lite.model.quantize import quantize_model, quantized_layers
 from t2t_lite.problems import Problem, get_problem
 from t2t_lite.run.checkpoints import restore_checkpoint
-from t2t_lite.run.layout import RUN_INFO_FILE
+from t2t_lite.run.layout import RUN_INFO_FILE, SEARCH_FILE
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
 
@@ -142,8 +143,9 @@ class Run:
             newest), restore an `Ensemble` (t2t_lite.model.ensemble) as
             the model; `checkpoint` is then the paths joined by commas.
           data_dir: the folder with the vocabulary; default the one the run trained on.
-          search: search settings to use instead of the problem's defaults (None values are
-            ignored, so absl flags can be passed as they are).
+          search: search settings to use instead of the run's (None values are ignored, so
+            absl flags can be passed as they are): the problem's defaults, with the beam size
+            and alpha the run tuned on dev (output_dir/search.json) when it did.
           ensemble_weights: one weight per checkpoint of an ensemble; default equal.
           quantize: "int8" quantizes the restored weights (t2t_lite.model.quantize);
             None or "none" keeps them as the checkpoint has them.
@@ -175,7 +177,8 @@ class Run:
                 f"the vocabulary in {data_dir} has {tokenizer.vocab_size} ids but the model in "
                 f"{output_dir} was trained with {info.vocab_size}; pass the run's --data_dir"
             )
-        settings = problem.decode_defaults.override(**dict(search or {}))
+        tuned = tuned_search(output_dir)
+        settings = problem.decode_defaults.override(**tuned).override(**dict(search or {}))
         settings.check(info.hparams.max_positions)
         run = cls(
             output_dir, info, path, model, problem, data_dir, tokenizer, settings, quantize,
@@ -209,6 +212,24 @@ class Run:
 
 
 # --- the run folders of an ensemble's members -------------------------------------------------
+
+
+def tuned_search(output_dir: str) -> dict[str, Any]:
+    """The beam size and alpha a budget run tuned on dev at its end (output_dir/search.json,
+    written by t2t_lite.train.search_tuning), or {}; a damaged file is passed over with a
+    warning."""
+    path = os.path.join(output_dir, SEARCH_FILE)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+        tuned = {"beam_size": int(record["beam_size"]), "alpha": float(record["alpha"])}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        logging.warning("%s is damaged (%s): the problem's search settings are used", path, e)
+        return {}
+    logging.info("search settings tuned on dev (%s): %s", path, tuned)
+    return tuned
 
 
 def split_checkpoints(checkpoint: str | None) -> list[str]:

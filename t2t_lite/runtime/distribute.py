@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from absl import logging
+
 from t2t_lite.extras import lazy_import
 from t2t_lite.runtime import cluster
 
@@ -57,6 +59,17 @@ def create_strategy(
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=local_devices())
     return tf.distribute.get_strategy()
+
+
+def cluster_strategy(
+    name: str, cluster_kind: str, worker_hosts=(), port_base: int = 0, timeout_seconds: float = 0.0
+) -> tf.distribute.Strategy:
+    """t2t-train's strategy: `--strategy=name` in the cluster `--cluster=cluster_kind` names
+    (runtime/cluster.py), logging this task's place in it; before any other TensorFlow op."""
+    resolver = cluster.resolve(cluster_kind, list(worker_hosts), port_base)
+    if resolver is not None:
+        logging.info("cluster: %s, this task %s", cluster_kind, cluster.describe(resolver))
+    return create_strategy(name, resolver, timeout_seconds)
 
 
 def task_info(strategy: tf.distribute.Strategy) -> tuple[str | None, int]:

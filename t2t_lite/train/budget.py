@@ -13,9 +13,10 @@ zero when the time runs out.
 How high the peak should be depends on the budget too: at 1,500 updates transformer_small did
 best at the rate factor 0.5, at 4,400 at 0.7 (docs/training.md, "The peak from the expected
 steps"). With hparams `budget_long_learning_rate` > 0 the run chooses its factor from the step
-count it expects, once (`rate_factor`): for a budget of steps at the start, on a clock once the
-rate is measured over a full minute, as late dropout decides. Until then the peak is
-`learning_rate`'s. The choice is kept in each checkpoint, so a resumed run keeps it.
+count it expects (`rate_factor`): for a budget of steps at the start, on a clock once the rate
+is measured over a full minute, as late dropout decides, and again whenever the count moves by
+more than a tenth (train/decisions.py). Until then the peak is `learning_rate`'s. The factor is
+kept in each checkpoint, so a resumed run starts with it.
 
 In a multi-worker run the chief's clock decides for every worker (train/consensus.py).
 
@@ -39,12 +40,18 @@ from t2t_lite.hparams import HParams
 from t2t_lite.hparams.hparams_base import override_keys
 from t2t_lite.run.layout import BUDGET_FILE, RATE_FILE
 from t2t_lite.runtime import atomic_io
+from t2t_lite.train import decisions
 from t2t_lite.train.consensus import Agreed, Consensus
 
 # Steps of each process not used for the rate: tracing and the first batches' caches.
 STARTUP_STEPS = 20
 # The rate is measured over the steps of the last this many seconds (at least 2 steps).
 RATE_WINDOW_SECONDS = 60.0
+# A budget run saves this many checkpoints over this share of its last expected steps, so that
+# its end-of-run choice can average them (final_choice.NUM_AVERAGED averages the last five),
+# however seldom --save_every saves.
+AVERAGED_SAVES = 5
+AVERAGED_SPAN = 0.1
 # The EMA of the weights a budget run keeps for the end-of-run choice, unless set. A run of a
 # few thousand steps changes fast; 0.995 averages over about the last 200 steps.
 DEFAULT_EMA_MOMENTUM = 0.995
@@ -100,6 +107,7 @@ class BudgetState(tf.Module):
         self.peak = schedule.peak_rate
         self.factor = tf.Variable(0.0, trainable=False, name="rate_factor")
         self._decided = False  # once True, stays so: no host read of `factor` at every step
+        self._basis: int | None = None  # the expected steps of the last decision
 
     @property
     def rate_decided(self) -> bool:
@@ -108,17 +116,26 @@ class BudgetState(tf.Module):
         return self._decided
 
     def choose_rate(self, schedule, hparams: HParams, step: int, expected: int, output_dir=None):
-        """Sets `schedule`'s peak from `expected` steps, once per run (hparams with
-        budget_long_learning_rate > 0); logs the choice and writes output_dir/peak_rate.json
-        (None: not the chief)."""
-        if not hparams.budget_long_learning_rate or self.rate_decided:
+        """Sets `schedule`'s peak from `expected` steps (hparams with budget_long_learning_rate
+        > 0): the first time, and again when `expected` moved away from the count of the last
+        decision (train/decisions.py); logs each decision and records it in
+        output_dir/peak_rate.json (None: not the chief)."""
+        if not hparams.budget_long_learning_rate:
+            return
+        decided = self.rate_decided
+        if decided and not decisions.moved(self._basis, expected):
             return
         factor = rate_factor(hparams, expected)
+        self._basis = expected
+        if decided and abs(factor - float(self.factor.numpy())) < 5e-4:
+            return  # a restored or earlier factor that the count still calls for
         self.factor.assign(factor)
+        self._decided = True
         schedule.set_multiplier(factor)
         logging.info(
-            "peak rate: %d steps expected, so the rate factor %.3g (%g up to %d steps, %g from "
-            "%d) from step %d: a peak of %.3g",
+            "peak rate%s: %d steps expected, so the rate factor %.3g (%g up to %d steps, %g "
+            "from %d) from step %d: a peak of %.3g",
+            " revised" if decided else "",
             expected,
             factor,
             hparams.learning_rate,
@@ -129,15 +146,13 @@ class BudgetState(tf.Module):
             schedule.peak,
         )
         if output_dir is not None:
-            atomic_io.write_json(
-                os.path.join(output_dir, RATE_FILE),
-                {
-                    "step": step,
-                    "expected_steps": expected,
-                    "learning_rate": round(factor, 4),
-                    "peak": schedule.peak,
-                },
-            )
+            entry = {
+                "step": step,
+                "expected_steps": expected,
+                "learning_rate": round(factor, 4),
+                "peak": schedule.peak,
+            }
+            decisions.record(os.path.join(output_dir, RATE_FILE), entry)
 
 
 class BudgetClock:
@@ -154,6 +169,7 @@ class BudgetClock:
         clock=time.monotonic,
     ):
         self.budget_seconds = 60.0 * budget_minutes
+        self.reserved_minutes = 0.0  # kept after training, for the search tuning
         self.spent_before = spent_seconds
         self.max_steps = max_steps
         self.clock = clock
@@ -207,7 +223,8 @@ class BudgetClock:
         atomic_io.write_json(
             os.path.join(output_dir, BUDGET_FILE),
             {
-                "budget_minutes": budget,
+                "budget_minutes": budget + self.reserved_minutes,
+                "training_minutes": budget,
                 "spent_minutes": round(spent, 3),
                 "step": step,
                 "steps_per_second": round(rate, 3),
@@ -234,7 +251,14 @@ class BudgetPolicy:
     """
 
     def __init__(
-        self, trainer, train_minutes: float, step_limit: int, output_dir, clock=None, consensus=None
+        self,
+        trainer,
+        train_minutes: float,
+        step_limit: int,
+        output_dir,
+        clock=None,
+        consensus=None,
+        reserve: float = 0.0,
     ):
         self.trainer, self.output_dir = trainer, output_dir
         self.consensus: Consensus = consensus or Consensus(None, 1, chief=True)
@@ -245,7 +269,12 @@ class BudgetPolicy:
         shapes = self.state is not None and bool(self.hparams.budget_minutes)
         spent = float(self.state.seconds.numpy()) if shapes else 0.0
         clock = clock or time.monotonic
-        self.clock = BudgetClock(minutes, spent, step_limit, clock) if minutes else None
+        # `reserve`: the share of the minutes kept for the search tuning after training.
+        self.reserve = reserve
+        training = minutes * (1.0 - reserve)
+        self.clock = BudgetClock(training, spent, step_limit, clock) if minutes else None
+        if self.clock is not None:
+            self.clock.reserved_minutes = minutes * reserve
         self.shapes_schedule = shapes  # the horizon follows the clock
 
     def start(self, step: int) -> None:
@@ -291,6 +320,24 @@ class BudgetPolicy:
             if log and self.output_dir is not None:
                 logging.info("%s", self.clock.record(self.output_dir, step, expected))
         return agreed
+
+    def seconds_kept(self) -> float:
+        """What is left of the minutes kept after training (at least a second): those minutes
+        less the time since the training clock ran out (the end-of-run choice's)."""
+        if self.clock is None:
+            return 1.0
+        total = 60.0 * self.clock.reserved_minutes + self.clock.budget_seconds
+        return max(1.0, total - self.clock.spent())
+
+    def wants_save(self, step: int) -> bool:
+        """Whether a budget run saves at `step` so that its end-of-run choice has an average to
+        compare: AVERAGED_SAVES checkpoints over the last AVERAGED_SPAN of the steps it
+        expects (the same steps on every worker: the agreed count)."""
+        if self.state is None or self.agreed is None or self.agreed.expected is None:
+            return False
+        expected = self.agreed.expected
+        spacing = max(1, int(expected * AVERAGED_SPAN / AVERAGED_SAVES))
+        return step % spacing == 0 and step > expected - AVERAGED_SAVES * spacing
 
     def before_save(self) -> None:
         """Keeps the minutes spent in the checkpoint about to be written."""

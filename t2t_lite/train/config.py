@@ -10,7 +10,10 @@ import sys
 
 # Ends of a run that are not a mistake in its flags (t2t-train: one line, exit status 1).
 from t2t_lite.run.checkpoints import CheckpointError
+from t2t_lite.runtime.cluster import CLUSTERS as CLUSTERS  # t2t-train's --cluster
+from t2t_lite.runtime.cluster import SLURM_PORT_BASE as SLURM_PORT_BASE
 from t2t_lite.runtime.cluster import LostWorkerError
+from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES  # t2t-train's --strategy
 
 # Metrics that can choose the best checkpoint, and whether higher is better.
 METRIC_DIRECTIONS = {

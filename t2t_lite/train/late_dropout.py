@@ -15,8 +15,10 @@ and switches `dropout` on for the rest of the run if passes >= dropout_passes. D
 weights, so turning it on later changes nothing but the traced step. Liu et al. ("Dropout Reduces
 Underfitting", ICML 2023) name this "late dropout" and propose it for models that overfit.
 
-The decision is made once per run: the estimated passes are kept in each checkpoint (0 until
-decided), so a resumed run keeps the choice.
+The decision is taken again when the expected steps move by more than a tenth (a machine that
+got busier or quieter: train/decisions.py), so the run ends with the choice of the steps it
+really makes. The estimated passes are kept in each checkpoint (0 until decided), so a resumed
+run starts with the choice.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from absl import logging
 from t2t_lite.hparams import HParams
 from t2t_lite.hparams.hparams_base import override_keys
 from t2t_lite.run.layout import DROPOUT_FILE
-from t2t_lite.runtime import atomic_io
+from t2t_lite.train import decisions
 
 # Steps measured before the decision: enough for a mean of the target tokens per step over
 # batches of every length bucket.
@@ -79,6 +81,7 @@ class LateDropout:
         self.output_dir, self.chief = output_dir, chief
         self.tokens, self.steps = 0.0, 0
         self.done = self.state.decided  # read once: not a variable read on every step
+        self.basis: int | None = None  # the expected steps of the last decision
 
     @property
     def state(self) -> LateDropoutState:
@@ -86,37 +89,45 @@ class LateDropout:
 
     def observe(self, step: int, target_tokens: float, expected_steps: int | None) -> None:
         """After each step: `expected_steps` is the run's expected step count, None while a clock
-        has not measured its rate over a full window."""
-        if self.done:
-            return
+        has not measured its rate over a full window. Decides after DECIDE_STEPS steps, and
+        again when the count moves away from that of the last decision (train/decisions.py)."""
         self.tokens += float(target_tokens)
         self.steps += 1
         if self.steps < DECIDE_STEPS or expected_steps is None:
             return
+        if self.done and not decisions.moved(self.basis, expected_steps):
+            return
+        self.basis = expected_steps
         passes = expected_passes(expected_steps, self.tokens / self.steps, self.train_tokens)
+        hparams = self.trainer.hparams
+        was_on = self.state.dropout_on(hparams) if self.done else None
         self.state.passes.assign(max(passes, 1e-6))
+        on = self.state.dropout_on(hparams)
+        if was_on is not None and on == was_on:
+            return  # the same choice from the new count
+        revised = was_on is not None
         self.done = True
+        if on or revised:
+            self.trainer.set_dropout(hparams.dropout if on else 0.0)
+        self._record(step, expected_steps, passes, on, revised)
+
+    def _record(self, step: int, expected: int, passes: float, on: bool, revised: bool) -> None:
         threshold, rate = self.trainer.hparams.dropout_passes, self.trainer.hparams.dropout
-        on = self.state.dropout_on(self.trainer.hparams)
-        if on:
-            self.trainer.set_dropout(rate)
         line = (
-            f"dropout: {passes:.2f} passes over the {self.train_tokens} training target tokens "
-            f"expected ({expected_steps} steps of {self.tokens / self.steps:.0f} tokens); "
-            f"{'at least' if on else 'fewer than'} dropout_passes={threshold:g}, so P_drop "
-            f"{rate if on else 0.0:g} from step {step + 1}"
+            f"dropout{' revised' if revised else ''}: {passes:.2f} passes over the "
+            f"{self.train_tokens} training target tokens expected ({expected} steps of "
+            f"{self.tokens / self.steps:.0f} tokens); {'at least' if on else 'fewer than'} "
+            f"dropout_passes={threshold:g}, so P_drop {rate if on else 0.0:g} from step {step + 1}"
         )
         logging.info("%s", line)
         if self.chief:
-            atomic_io.write_json(
-                os.path.join(self.output_dir, DROPOUT_FILE),
-                {
-                    "step": step,
-                    "expected_steps": expected_steps,
-                    "tokens_per_step": round(self.tokens / self.steps, 1),
-                    "train_tokens": self.train_tokens,
-                    "expected_passes": round(passes, 3),
-                    "dropout_passes": threshold,
-                    "dropout": rate if on else 0.0,
-                },
-            )
+            entry = {
+                "step": step,
+                "expected_steps": expected,
+                "tokens_per_step": round(self.tokens / self.steps, 1),
+                "train_tokens": self.train_tokens,
+                "expected_passes": round(passes, 3),
+                "dropout_passes": threshold,
+                "dropout": rate if on else 0.0,
+            }
+            decisions.record(os.path.join(self.output_dir, DROPOUT_FILE), entry)

@@ -32,10 +32,11 @@ from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime import cluster, distribute
 from t2t_lite.runtime.atomic_io import file_sha256
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
+from t2t_lite.runtime.distribute import cluster_strategy as cluster_strategy
 from t2t_lite.runtime.distribute import create_strategy as create_strategy
 from t2t_lite.runtime.precision import AUTO, resolve_precision
 from t2t_lite.runtime.progress import ProgressLog
-from t2t_lite.train import final_choice
+from t2t_lite.train import final_choice, search_tuning
 from t2t_lite.train.budget import BudgetPolicy, budget_hparams
 from t2t_lite.train.config import (
     METRIC_DIRECTIONS,
@@ -189,12 +190,14 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dic
     skip = start * hparams.accum_steps * per_pipeline
     iterator = _distributed_stream(problem, config, hparams, strategy, skip)
     workers = distribute.num_input_pipelines(strategy)
+    tunes = bool(hparams.budget_minutes) and search_tuning.tunable(problem)
     limits = BudgetPolicy(
         trainer,
         config.train_minutes,
         config.step_limit,
         config.output_dir if chief else None,
         consensus=Consensus(strategy, workers, chief),
+        reserve=hparams.budget_tune_share if tunes else 0.0,
     )
     late = None
     if trainer.late_dropout is not None:
@@ -299,7 +302,8 @@ class _Loop:
                     raise TrainingInterrupted(f"stopped by {cause} at step {step}; saved {path}")
                 out_of_time = self.limits.expired()
                 last = step == config.step_limit or out_of_time
-                if step % config.save_every == 0 or last:  # the last one before evaluating
+                # (the last one before evaluating; a budget's last ones for its average)
+                if step % config.save_every == 0 or last or self.limits.wants_save(step):
                     self._save(step)
                     saved = step
                 if step % config.eval_every == 0 or last:
@@ -334,10 +338,17 @@ class _Loop:
         return agreed
 
     def finish(self, step: int) -> None:
-        """The end of a budget: keeps the best of the last, averaged, EMA and best weights."""
+        """The end of a budget: keeps the best of the last, averaged, EMA and best weights, then
+        tunes the search on dev for it when the budget kept time for that."""
         recorded = final_choice.recorded_choice(self.config.output_dir)
-        if recorded and recorded["step"] == step:
-            return
+        if not (recorded and recorded["step"] == step):
+            self._choose_final(step)
+        if self.chief and self.limits.reserve and not search_tuning.tuned(self.config.output_dir):
+            examples = self.config.bleu_examples or search_tuning.TUNE_EXAMPLES
+            seconds = self.limits.seconds_kept()
+            search_tuning.tune_search(self.config.output_dir, examples, seconds)
+
+    def _choose_final(self, step: int) -> None:
         if getattr(self.problem, "metric", None) == "bleu":  # judged by what it is scored by
             if not self.chief:  # the chief decodes on its own devices
                 return

@@ -4,6 +4,7 @@ a clock that only stops a run of another schedule, and no clock without minutes.
 
 from __future__ import annotations
 
+import json
 import types
 
 import pytest
@@ -84,3 +85,47 @@ def test_no_minutes_no_clock():
     limits = BudgetPolicy(trainer, 0, 25, None)
     assert limits.clock is None and limits.seconds_left is None
     assert not limits.expired() and limits.observe(3, log=False).expected == 25
+
+
+# Rate factor 0.5 up to 2,000 expected steps, 0.7 from 3,000: a 20-minute run at 0.35 s a step
+# expects about 3,400 steps (0.7), at 0.7 s a step about 1,700 (0.5).
+REVISED = (
+    "warmup_steps=4,learning_rate=0.5,budget_long_learning_rate=0.7,"
+    "budget_short_steps=2000,budget_long_steps=3000"
+)
+
+
+def _run_on_clock(tmp_path, seconds_per_step, change_at: float = 0.0, after: float = 0.0):
+    """A 20-minute budget on a fake clock: `seconds_per_step`, then `after` from `change_at`
+    seconds on; returns the final rate factor and the decisions recorded."""
+    clock = FakeClock()
+    trainer = _trainer(REVISED, minutes=20)
+    limits = BudgetPolicy(trainer, 20, 10**6, str(tmp_path), clock=clock)
+    limits.start(0)
+    step, started = 0, clock.now
+    while not limits.expired():
+        late = change_at and clock.now - started >= change_at
+        clock.now += after if late else seconds_per_step
+        step += 1
+        limits.observe(step, log=False)
+    with open(tmp_path / "peak_rate.json") as f:
+        record = json.load(f)
+    return float(trainer.budget.factor.numpy()), record
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "ends_like"),
+    [(0.35, 0.7, 0.7), (0.7, 0.35, 0.35)],  # the rate halves; the rate doubles
+)
+def test_the_rate_factor_follows_a_step_rate_that_changes(tmp_path, first, then, ends_like):
+    (tmp_path / "changed").mkdir()
+    (tmp_path / "steady").mkdir()
+    factor, record = _run_on_clock(tmp_path / "changed", first, change_at=90.0, after=then)
+    steady, steady_record = _run_on_clock(tmp_path / "steady", ends_like)
+    assert steady in (pytest.approx(0.5), pytest.approx(0.7))
+    first_decision, last_decision = record["decisions"][0], record["decisions"][-1]
+    assert abs(first_decision["learning_rate"] - steady) > 0.15  # decided for the first rate,
+    assert abs(factor - steady) < 0.02  # then revised to a steady run's, within the fraction
+    assert last_decision["learning_rate"] == pytest.approx(factor, abs=1e-4)
+    assert last_decision["step"] > first_decision["step"]
+    assert len(steady_record["decisions"]) == 1  # a steady rate is decided once

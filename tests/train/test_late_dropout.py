@@ -105,9 +105,33 @@ def test_the_decision_counts_passes_after_decide_steps(tmp_path, threshold, on):
         record = json.load(f)
     assert record["expected_passes"] == pytest.approx(5.0)
     assert record["dropout"] == (0.1 if on else 0.0) and record["step"] == 101
-    late.observe(200, 5000.0, expected_steps=10**6)  # decided once: later steps change nothing
+    late.observe(200, 500.0, expected_steps=1080)  # a move within a tenth: nothing changes
     assert float(trainer.late_dropout.passes.numpy()) == pytest.approx(5.0)
     assert trainer.rates == ([0.1] if on else [])
+
+
+@pytest.mark.parametrize(("first", "then"), [(1400, 700), (700, 1400)])
+def test_the_decision_is_revised_when_the_expected_steps_move(tmp_path, first, then):
+    """Threshold 5 passes, 500 tokens a step over 100,000: 1,400 expected steps (7 passes) call
+    for dropout, 700 (3.5) for none. The rate halves (1,400 --> 700) or doubles (700 -->
+    1,400) after the decision: the run ends with the choice of the new count, and the record
+    keeps both decisions."""
+    trainer = _StandIn(5.0)
+    late = late_dropout.LateDropout(trainer, train_tokens=100_000, output_dir=str(tmp_path))
+    for step in range(1, late_dropout.DECIDE_STEPS + 1):
+        late.observe(step, 500.0, expected_steps=first)
+    assert trainer.late_dropout.dropout_on(trainer.hparams) == (first == 1400)
+    for step in range(late_dropout.DECIDE_STEPS + 1, 2 * late_dropout.DECIDE_STEPS):
+        late.observe(step, 500.0, expected_steps=then)
+    assert trainer.late_dropout.dropout_on(trainer.hparams) == (then == 1400)
+    assert trainer.rates == ([0.1, 0.0] if first == 1400 else [0.1])
+    with open(tmp_path / "dropout.json") as f:
+        record = json.load(f)
+    assert [d["dropout"] for d in record["decisions"]] == (
+        [0.1, 0.0] if first == 1400 else [0.0, 0.1]
+    )
+    assert record["dropout"] == record["decisions"][-1]["dropout"]
+    assert record["decisions"][-1]["step"] == late_dropout.DECIDE_STEPS + 1
 
 
 def test_a_dropout_given_by_the_user_applies_from_the_first_step():

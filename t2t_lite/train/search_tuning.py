@@ -1,0 +1,137 @@
+"""The search settings of a budget run, tuned on the dev split at the end of the budget.
+
+The problem's decode defaults (beam 4, alpha 0.6 for translation) were never chosen for the
+model a short budget produces: at the end of a 20-minute run the outputs were short (a brevity
+penalty of 0.96-0.97), and alpha 1.4 gave 0.5-0.7 dev BLEU more. So a `--train_minutes` run keeps
+the last TUNE_SHARE of its minutes for this: the model decode will use (the run's final choice,
+restored as t2t-decode restores it) decodes the first `examples` dev examples with the length
+penalties of ALPHAS at the problem's beam, then with the problem's `tune_beams` at the best
+alpha, each scored by the problem's metric (sacreBLEU, EVALB F1, accuracy); the problem's own
+setting is measured first. The best setting (ties: the earlier one) is written with the whole
+grid to output_dir/search.json, which `Run.restore` reads under the command's flags:
+t2t-decode, t2t-export and t2t-serve decode with it unless --beam_size or --alpha say so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+from absl import logging
+
+from t2t_lite.decode.dev_set import METRICS, dev_pairs, score
+from t2t_lite.decode.translator import Translator
+from t2t_lite.run import checkpoints
+from t2t_lite.run.layout import CHOICE_FILE, FINAL_DIR, SEARCH_FILE
+from t2t_lite.run.run import Run
+from t2t_lite.runtime import atomic_io
+
+# The share of a --train_minutes budget kept for the tuning (its training clock stops earlier).
+TUNE_SHARE = 0.05
+# Length-penalty exponents tried at the problem's beam (the paper's 0.6 among them).
+ALPHAS = (0.6, 1.0, 1.4)
+# Dev examples decoded per setting, unless --bleu_examples says.
+TUNE_EXAMPLES = 300
+
+
+def tunable(problem) -> bool:
+    """Whether the problem's outputs are scored by a metric the tuning knows."""
+    return getattr(problem, "metric", None) in METRICS
+
+
+def tuned(output_dir: str) -> bool:
+    """Whether the run's search is tuned for its final model (a rerun after the end of the
+    budget finishes a tuning that was cut short)."""
+    try:
+        with open(os.path.join(output_dir, SEARCH_FILE), encoding="utf-8") as f:
+            record = json.load(f)
+        with open(os.path.join(output_dir, FINAL_DIR, CHOICE_FILE), encoding="utf-8") as f:
+            choice = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return record.get("step") == choice.get("step")
+
+
+def _grid_entry(run: Run, sources, references, beam_size: int, alpha: float) -> dict:
+    settings = run.search.override(beam_size=beam_size, alpha=alpha)
+    translator = Translator.from_run(dataclasses.replace(run, search=settings))
+    names = [f"dev example {i + 1}" for i in range(len(sources))]
+    start = time.monotonic()
+    found = translator.hypotheses(sources, names, log_progress=False)
+    hypotheses = [hyps[0].text if hyps else "" for hyps in found]
+    value = score(run.problem.metric, hypotheses, references)
+    entry = {"beam_size": beam_size, "alpha": alpha, run.problem.metric: round(value, 3)}
+    entry["seconds"] = round(time.monotonic() - start, 1)
+    logging.info(
+        "search tuning: beam %d, alpha %g: %s %.2f (%.0f s)",
+        beam_size, alpha, run.problem.metric, value, entry["seconds"],
+    )  # fmt: skip
+    return entry
+
+
+def tune_search(output_dir: str, examples: int = TUNE_EXAMPLES, seconds: float = 0.0) -> dict:
+    """Tunes the run's search on its dev split; writes and returns the record of search.json.
+
+    The grid, in order: the problem's own setting; ALPHAS at its beam (or, for a greedy
+    problem, at its first `tune_beams` beam); the other beams at the best alpha. The first of
+    the best wins. `seconds` > 0 bounds the tuning: a setting whose decoding is not expected to
+    end in time (the measured seconds per beam so far, times its beam) is left out, and the
+    record says how many were."""
+    run = Run.restore(output_dir)
+    # From the problem's settings, not from an earlier tuning's search.json.
+    run = dataclasses.replace(run, search=run.problem.decode_defaults)
+    metric = run.problem.metric
+    sources, references = dev_pairs(run, examples)
+    beams = [run.search.beam_size, *run.problem.tune_beams]
+    grid: list[dict] = []
+    skipped: list[dict] = []
+    start = time.monotonic()
+
+    def measure(beam_size: int, alpha: float) -> None:
+        if any(e["beam_size"] == beam_size and e["alpha"] == alpha for e in grid):
+            return
+        if grid and seconds > 0:
+            per_beam = sum(e["seconds"] for e in grid) / sum(e["beam_size"] for e in grid)
+            if time.monotonic() - start + per_beam * beam_size > seconds:
+                skipped.append({"beam_size": beam_size, "alpha": alpha})
+                return
+        grid.append(_grid_entry(run, sources, references, beam_size, alpha))
+
+    measure(run.search.beam_size, run.search.alpha)
+    alpha_beam = next((b for b in beams if b > 1), None)  # alpha does nothing at beam 1
+    best_alpha = run.search.alpha
+    if alpha_beam is not None:
+        for alpha in ALPHAS:
+            measure(alpha_beam, alpha)
+        at_beam = [e for e in grid if e["beam_size"] == alpha_beam]
+        if at_beam:  # (none when the time kept left them all out)
+            best_alpha = max(at_beam, key=lambda e: e[metric])["alpha"]  # max keeps the first
+    for beam_size in beams:
+        measure(beam_size, best_alpha)
+    best = max(grid, key=lambda e: e[metric])
+    record = {
+        "beam_size": best["beam_size"],
+        "alpha": best["alpha"],
+        "metric": metric,
+        "examples": len(sources),
+        "checkpoint": os.path.relpath(run.checkpoint, output_dir),
+        "step": checkpoints.checkpoint_step(run.checkpoint),
+        "grid": grid,
+        "left_out": skipped,  # settings the time kept for the tuning did not allow
+    }
+    if skipped:
+        logging.warning(
+            "search tuning: %d settings left out, not expected to end in the %.0f s kept for "
+            "the tuning: %s",
+            len(skipped), seconds, skipped,
+        )  # fmt: skip
+    atomic_io.write_json(os.path.join(output_dir, SEARCH_FILE), record)
+    logging.info(
+        "search tuning: beam %d, alpha %g (%s %.2f on %d dev examples) are the run's search "
+        "settings from now on (%s; --beam_size and --alpha override them)",
+        best["beam_size"], best["alpha"], metric, best[metric], len(sources),
+        os.path.join(output_dir, SEARCH_FILE),
+    )  # fmt: skip
+    return record
