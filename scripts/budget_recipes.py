@@ -36,6 +36,9 @@ HAND_TUNED = (
 RECIPES = {
     # The stock command: transformer_small and --train_minutes, nothing else.
     "budget": "",
+    # The stock recipe without the search tuned at the end of its budget (budget_tune_share 0):
+    # all its minutes train, and it decodes with the problem's settings.
+    "budget_untuned": "budget_tune_share=0",
     # Stop-the-clock: the paper's rsqrt schedule, cut off when the minutes are spent.
     "clock": "learning_rate_schedule=rsqrt_warmup",
     "tuned_clock": HAND_TUNED + ",learning_rate_schedule=rsqrt_warmup",
@@ -134,9 +137,13 @@ def trial(args, name: str, seed: int, source: str, reference: str) -> dict:
                  "--save_every=100", "--eval_every=100000", "--log_every=100"], log)  # fmt: skip
     del train
     translation = os.path.join(out, f"{args.split}.translated")
+    # fixed: beam 4, alpha 0.6 for every recipe (the earlier tables); run: each run's own
+    # search settings, those it tuned on dev at the end of its budget when it did.
+    search = ["--beam_size=4", "--alpha=0.6"] if args.search == "fixed" else []
     run(["t2t-decode", f"--output_dir={out}", f"--decode_from_file={source}",
-         f"--decode_to_file={translation}", "--beam_size=4", "--alpha=0.6"], log)  # fmt: skip
+         f"--decode_to_file={translation}", *search], log)  # fmt: skip
     bleu = run(["t2t-bleu", f"--translation={translation}", f"--reference={reference}"], log)
+    brevity = re.search(r"BP = ([0-9.]+)", bleu)
     chosen = None
     if os.path.isfile(os.path.join(out, "final", "choice.json")):
         with open(os.path.join(out, "final", "choice.json")) as f:
@@ -148,6 +155,8 @@ def trial(args, name: str, seed: int, source: str, reference: str) -> dict:
         "budget": budget,
         "steps": _steps(out),
         f"{args.split}_bleu": float(re.search(r"sacreBLEU\s+BLEU = ([0-9.]+)", bleu).group(1)),
+        "brevity_penalty": float(brevity.group(1)) if brevity else None,
+        "search": args.search,
         "final_choice": chosen,
     }
     from t2t_lite.runtime import atomic_io
@@ -170,6 +179,12 @@ def main() -> None:
     )
     parser.add_argument("--recipes", default=",".join(RECIPES))
     parser.add_argument("--split", default="dev")
+    parser.add_argument(
+        "--search",
+        choices=("fixed", "run"),
+        default="fixed",
+        help="fixed: decode every run with beam 4, alpha 0.6; run: with each run's own settings.",
+    )
     parser.add_argument(
         "--seeds", default="0", help="t2t-train's --seed for each run (0: its default)."
     )

@@ -322,12 +322,9 @@ class BudgetPolicy:
         return agreed
 
     def seconds_kept(self) -> float:
-        """What is left of the minutes kept after training (at least a second): those minutes
-        less the time since the training clock ran out (the end-of-run choice's)."""
-        if self.clock is None:
-            return 1.0
-        total = 60.0 * self.clock.reserved_minutes + self.clock.budget_seconds
-        return max(1.0, total - self.clock.spent())
+        """The seconds kept from training for the search tuning (the end-of-run choice before
+        it takes its own time, as it did before the tuning)."""
+        return 60.0 * self.clock.reserved_minutes if self.clock is not None else 0.0
 
     def wants_save(self, step: int) -> bool:
         """Whether a budget run saves at `step` so that its end-of-run choice has an average to

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import json
+import math
 import os
 import types
 
@@ -185,13 +186,19 @@ def test_a_budget_of_steps_chooses_its_peak_from_them_and_a_resume_keeps_it(tmp_
     steps = np.arange(1, 41)
     expected = _numpy_rate(steps + 1.0, 1.5 * hparams.d_model**-0.5 * 5**-0.5, 4, horizon=40)
     np.testing.assert_allclose([rates[s] for s in steps], expected, rtol=1e-5, atol=1e-9)
-    # A resume to 60 steps moves the horizon but keeps the factor chosen at the start.
+    # A resume to 60 steps moves the horizon and, its expected steps having moved by more than
+    # a tenth (train/decisions.py), takes the factor of 60 steps from the resumed step on.
     os.remove(os.path.join(out, layout.RATE_FILE))
     _rule_run(out, 60, "learning_rate=1")
-    assert not os.path.exists(os.path.join(out, layout.RATE_FILE))
+    revised = json.load(open(os.path.join(out, layout.RATE_FILE)))
+    factor = 1 + math.log(60 / 20) / math.log(80 / 20)
+    assert revised["learning_rate"] == pytest.approx(factor, abs=1e-4)
+    assert (revised["expected_steps"], revised["step"]) == (60, 40)
     reader = tf.train.load_checkpoint(os.path.join(out, "checkpoints", "ckpt-60"))
-    assert reader.get_tensor("budget/factor/.ATTRIBUTES/VARIABLE_VALUE") == 1.5
-    assert max(_learning_rates(out).values()) == pytest.approx(max(expected), rel=1e-6)
+    assert reader.get_tensor("budget/factor/.ATTRIBUTES/VARIABLE_VALUE") == pytest.approx(factor)
+    rates = _learning_rates(out)
+    assert max(rates[s] for s in steps) == pytest.approx(max(expected), rel=1e-6)
+    assert max(rates.values()) > max(expected)  # the revised factor's higher peak after step 40
 
 
 def test_a_clock_chooses_its_peak_once_the_step_rate_is_measured(tmp_path, monkeypatch):
