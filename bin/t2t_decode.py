@@ -6,6 +6,7 @@
     t2t-decode --output_dir=runs/ende --decode_from_file=src.en --score_file=ref.de  # log-probs
     t2t-decode --output_dir=runs/ende --checkpoint=runs/ende,runs/ende2 < in.en  # an ensemble
     t2t-decode --output_dir=runs/ende --terminology=terms.tsv --alignment < in.en
+    t2t-decode --output_dir=runs/ende --input_format=document < page.md > page.de.md
 
 Reads the run's hparams.json and vocabulary, so decoding never disagrees with training. N lines
 in give N lines out (an empty line gives an empty line; nbest > 1 writes Moses n-best lines).
@@ -37,6 +38,9 @@ flags.adopt_module_key_flags(run_flags)
 flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_integer("nbest", 1, "Hypotheses per input line (<= beam_size).", lower_bound=1)
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bound=1)
+flags.DEFINE_enum("input_format", "lines", ["lines", "document"], "document: one text, in its "
+                  "layout, markup kept (docs/decoding.md).")  # fmt: skip
+flags.DEFINE_string("source_language", None, "A document's language (default: the problem's).")
 flags.DEFINE_enum(
     "strategy", "default", STRATEGIES, "auto/mirrored: split each batch across local devices."
 )

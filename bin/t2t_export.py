@@ -8,7 +8,10 @@ Restores the run as t2t-decode does and searches as it does (the problem's decod
 and postprocessing included), so the export answers what t2t-decode writes. Writes
 export_dir/<version>/ (by default one more than the largest version there); the folder appears
 whole or not at all. Inspect it with `python -m t2t_lite.bin.saved_model_cli show --all --dir ...`.
---format=ctranslate2 writes a CTranslate2 model folder there instead (docs/serving.md).
+--format=ctranslate2 writes a CTranslate2 model folder there instead (docs/serving.md), and
+--format=litert a LiteRT model of greedy search, ids in, ids out (docs/deploy.md).
+An adapter run (t2t-train --lora_rank) exports as base + adapter; --merge_lora folds the adapter
+into the base weights first, a plain model that --quantize=int8 can quantize.
 """
 
 from __future__ import annotations
@@ -36,21 +39,50 @@ flags.DEFINE_integer(
     "default: the model's max_positions.",
 )
 flags.DEFINE_integer("nbest", None, "Hypotheses of the nbest signature; default: beam.")
-flags.DEFINE_enum("format", "saved_model", ["saved_model", "ctranslate2"], "What to write.")
+flags.DEFINE_enum(
+    "format", "saved_model", ["saved_model", "ctranslate2", "litert"], "What to write."
+)
 flags.DEFINE_string("ct2_quantization", "float32", "CTranslate2's weights: int8, int16, ...")
+flags.DEFINE_enum(
+    "litert_quantization", "none", ["none", "int8"], "LiteRT's weights: int8 by its converter."
+)
+flags.DEFINE_integer(
+    "litert_batch_size", 1, "Sentences per call of the LiteRT model (a fixed shape).", lower_bound=1
+)
+flags.DEFINE_boolean(
+    "merge_lora", False, "An adapter run: fold the adapter into the base weights (one model)."
+)
 
 
 def main() -> None:
     if FLAGS.format == "ctranslate2":  # before the run is restored: a quick, clear error
         import_extra("ctranslate2", "ctranslate2", "ctranslate2", "t2t-export --format=ctranslate2")
+    if FLAGS.format == "litert":
+        import_extra("ai_edge_litert", "ai-edge-litert", "litert", "t2t-export --format=litert")
+        if FLAGS.beam_size not in (None, 1) or FLAGS.nbest not in (None, 1):
+            raise ValueError("--format=litert searches greedily: leave out --beam_size and --nbest")
     from t2t_lite.serve import export  # after flag parsing: --help stays fast
 
     export.check_target(FLAGS.export_dir, FLAGS.version)  # before the run is restored
-    run = run_flags.restore_run(search={"max_input_length": FLAGS.max_input_length})
+    run = run_flags.restore_run(
+        search={"max_input_length": FLAGS.max_input_length},
+        # CTranslate2 and LiteRT: one model
+        merge_lora=FLAGS.merge_lora or FLAGS.format in ("ctranslate2", "litert"),
+    )
     if FLAGS.format == "ctranslate2":
         from t2t_lite.serve import ctranslate2_export as ct2
 
         path, info = ct2.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.ct2_quantization)
+    elif FLAGS.format == "litert":
+        from t2t_lite.serve import litert_export
+
+        path, info = litert_export.export_run(
+            run,
+            FLAGS.export_dir,
+            FLAGS.version,
+            quantization=FLAGS.litert_quantization,
+            batch_size=FLAGS.litert_batch_size,
+        )
     else:
         path, info = export.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.nbest)
     print(json.dumps({FLAGS.format: path, **info["settings"]}))

@@ -4,6 +4,7 @@
   t2t-serve --export_dir=/srv/models/ende       # a t2t-export SavedModel (its newest version)
   t2t-serve --output_dir=runs/ende --port=8081 --beam_size=4 --max_sentences=8
   t2t-serve --output_dir=runs/ende --jit_compile   # each search compiled by XLA
+  t2t-serve --output_dir=runs/ende --adapters=calc=runs/calc_lora   # + adapters, per request
 
 Open http://127.0.0.1:8080/ for the page; http://127.0.0.1:8080/docs describes the API. The
 page translates sentences with a chosen beam size, alpha and n-best, shows every layer's and
@@ -29,6 +30,12 @@ flags.DEFINE_string(
     None,
     "With --export_dir: the name of TF Serving's REST API, /v1/models/NAME (default: the "
     "export folder's name).",
+)
+flags.DEFINE_string(
+    "adapters",
+    None,
+    "With --output_dir: LoRA adapter runs over it, NAME=RUN,NAME=RUN; a request's adapter "
+    "field chooses one.",
 )
 flags.DEFINE_integer("max_sentences", 32, "Sentences per request.", lower_bound=1)
 flags.DEFINE_integer("max_characters", 1000, "Characters per sentence.", lower_bound=1)
@@ -60,6 +67,7 @@ def main() -> None:
         quantize=FLAGS.quantize,
         jit_compile=FLAGS.jit_compile,
         model_name=FLAGS.model_name,
+        adapters=server.parse_adapters(FLAGS.adapters or ""),
     )
     server.serve(backend, limits, sock)
 

@@ -43,6 +43,9 @@ flags.DEFINE_float(
 )
 flags.DEFINE_string("init_from", "", "Fine-tune: start from this run's (checkpoint's) weights.")
 flags.DEFINE_boolean("init_optimizer", False, "With --init_from: its optimizer and step too.")
+flags.DEFINE_integer(
+    "lora_rank", 0, "With --init_from: train a rank-R LoRA adapter over its frozen weights."
+)
 
 
 def main() -> None:

@@ -3,6 +3,8 @@
   python scripts/screenshot_serve.py --output_dir=demo_out/train --png=docs/t2t-serve.png
   python scripts/screenshot_serve.py --export_dir=demo_out/export --png=/tmp/page.png \\
       --sentence="Click the OK button to close the dialog."
+  python scripts/screenshot_serve.py --output_dir=demo_out/train \\
+      --png=docs/t2t-serve-document.png --document=page.md
   python scripts/screenshot_serve.py --output_dir=demo_out/train --png=docs/t2t-serve-terms.png \\
       --terms="Schaltfläche; Dialogfenster" --beam_size=8 \\
       --sentence="Click the OK button to close the dialog."
@@ -148,6 +150,28 @@ def drive_guided(page: Any, url: str, sentences: Sequence[str], prefix: str, ter
     }
 
 
+def drive_document(page: Any, url: str, text: str) -> dict[str, Any]:
+    """On the page at `url`: pastes `text` into the document form, translates it and waits for
+    the stream's end. Returns the side-by-side rows ([[source, class], [target, class]] each),
+    the status line and the whole translated document."""
+    page.goto(url)
+    page.wait_for_selector("#translate:not([disabled])")  # the page has its info
+    page.fill("#document", text)
+    page.click("#translate-document")
+    page.wait_for_function(
+        "document.querySelector('#document-status').textContent.startsWith('done')"
+    )
+    rows = page.eval_on_selector_all(
+        "#document-pairs tbody tr",
+        "rows => rows.map(r => [...r.cells].map(c => [c.textContent, c.className]))",
+    )
+    return {
+        "rows": rows,
+        "status": page.text_content("#document-status"),
+        "document": page.get_attribute("#document-pairs", "data-document"),
+    }
+
+
 @contextlib.contextmanager
 def browser_page(chromium: str, width: int = 1280, height: int = 900) -> Iterator[Any]:
     """A page of headless Chromium (`chromium`: its executable) driven by Playwright."""
@@ -162,13 +186,22 @@ def browser_page(chromium: str, width: int = 1280, height: int = 900) -> Iterato
 
 
 def screenshot(
-    url: str, sentences: Sequence[str], png: str, chromium: str, guides: tuple | None = None
+    url: str,
+    sentences: Sequence[str],
+    png: str,
+    chromium: str,
+    guides: tuple | None = None,
+    document: str | None = None,
 ) -> dict[str, Any]:
     """`drive` the page at `url`, then save it whole as `png`; with `guides`, (prefix, terms),
-    `drive_guided` and save the form and results only (the model's facts name local paths).
-    Returns what the driving found."""
+    `drive_guided` and save the form and results only (the model's facts name local paths);
+    with a `document`, `drive_document` and save the document form. Returns what the driving
+    found."""
     with browser_page(chromium) as page:
-        if guides:
+        if document is not None:
+            shown = drive_document(page, url, document)
+            page.locator("#document-form").screenshot(path=png)
+        elif guides:
             shown = drive_guided(page, url, sentences, *guides)
             page.locator("main .column").screenshot(path=png)
         else:
@@ -188,6 +221,7 @@ def main() -> None:
     parser.add_argument("--prefix", default="", help="a target prefix for every sentence")
     parser.add_argument("--terms", default="", help="target phrases, 'a; b', for every sentence")
     parser.add_argument("--beam_size", type=int, help="t2t-serve's default beam (the run's)")
+    parser.add_argument("--document", help="a file to translate in the document form instead")
     args = parser.parse_args()
     if not args.chromium:
         sys.exit("screenshot_serve: no chromium on the PATH (apt-get install chromium)")
@@ -197,7 +231,9 @@ def main() -> None:
     beam = [f"--beam_size={args.beam_size}"] if args.beam_size else []
     with serving([model_flag, *beam], args.png + ".serve.log") as url:
         guides = (args.prefix, args.terms) if args.prefix or args.terms else None
-        shown = screenshot(url, args.sentence or SENTENCES, args.png, args.chromium, guides)
+        document = open(args.document, encoding="utf-8").read() if args.document else None
+        sentences = args.sentence or SENTENCES
+        shown = screenshot(url, sentences, args.png, args.chromium, guides, document)
     os.remove(args.png + ".serve.log")
     print(json.dumps({"png": args.png, **shown}, ensure_ascii=False))
 

@@ -108,7 +108,7 @@ def test_wheel_holds_the_package_and_nothing_else(wheel):
     for package, folder in _package_folders().items():
         for module in folder.glob("*.py"):
             assert "/".join([*package.split("."), module.name]) in names
-    for page in ("index.html", "app.js", "draw.js", "style.css"):
+    for page in ("index.html", "app.js", "draw.js", "document.js", "style.css"):
         assert f"t2t_lite/serve/web/static/{page}" in names
     assert f"{DIST_INFO}/licenses/LICENSE" in names
 
@@ -120,15 +120,17 @@ def test_wheel_metadata(wheel):
     assert metadata["Requires-Python"] == ">=3.10"
     extras = set(metadata.get_all("Provides-Extra"))
     assert extras == {
-        *("wmt", "viz", "tensorboard", "serve", "ctranslate2", "grpc", "calibrate", "all", "test")
+        *("wmt", "viz", "tensorboard", "serve", "ctranslate2", "grpc", "calibrate", "litert"),
+        *("all", "test"),
     }
     requires = metadata.get_all("Requires-Dist")
     core = [r for r in requires if "extra ==" not in r]
     assert not [r for r in core if r.startswith(("tensorflow-datasets", "matplotlib"))], core
     assert 'tensorflow-datasets<5,>=4.9; extra == "wmt"' in requires
     assert 'matplotlib>=3.7; extra == "viz"' in requires
-    assert 't2t_lite[calibrate,ctranslate2,grpc,serve,tensorboard,viz,wmt]; extra == "all"' in (
-        requires
+    assert (
+        't2t_lite[calibrate,ctranslate2,grpc,litert,serve,tensorboard,viz,wmt]; extra == "all"'
+        in (requires)
     )
     entry_points = archive.read(f"{DIST_INFO}/entry_points.txt").decode("utf-8")
     for command, target in PYPROJECT["project"]["scripts"].items():

@@ -83,6 +83,11 @@ def pharaoh(pairs: Sequence[tuple[int, int]]) -> str:
     return " ".join(f"{i}-{j}" for i, j in pairs)
 
 
+def read_pharaoh(text: str) -> list[tuple[int, int]]:
+    """ "0-0 1-2" --> [(0, 0), (1, 2)]."""
+    return [(int(i), int(j)) for i, j in (pair.split("-") for pair in text.split())]
+
+
 class Details(NamedTuple):
     """What `describe` says of one output."""
 

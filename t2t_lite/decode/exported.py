@@ -86,6 +86,31 @@ class ExportedTranslator:
         truncated = [bool(t) for t in found["truncated"].numpy()]
         return strings(outputs), scores.numpy().tolist(), truncated
 
+    def aligned(self, lines: Sequence[str]) -> list[tuple[str, list[tuple[int, int]] | None]]:
+        """The best translation of each line and its word alignment, from the `guided`
+        signature (an export without it: no alignment)."""
+        if GUIDED_SIGNATURE not in self.signatures:
+            return [(row[0], None) for row in self.search(lines)[0]]
+        from t2t_lite.decode.markup import read_pharaoh
+
+        found = self.signatures[GUIDED_SIGNATURE](
+            inputs=tf.constant(list(lines), tf.string),
+            prefixes=tf.constant([""] * len(lines), tf.string),
+            constraints=tf.constant([], tf.string, shape=[len(lines), 0]),
+        )
+        return [
+            (text, read_pharaoh(alignment))
+            for text, alignment in zip(
+                strings(found["outputs"]), strings(found["alignment"]), strict=True
+            )
+        ]
+
+    def translate_document(self, text: str, language: str = "en") -> str:
+        """As `Translator.translate_document`, with the export's search."""
+        from t2t_lite.decode.document import Engine, translate_document
+
+        return translate_document(text, Engine(self.aligned), language)
+
     def translate(self, lines: Sequence[str], nbest: int = 1, scores: bool = False) -> list:
         """As `Translator.translate`: a string per line; with nbest > 1 a list of them; with
         `scores` (text, score) pairs instead of texts. An empty line gives ""."""

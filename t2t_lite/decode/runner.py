@@ -126,6 +126,8 @@ class DecodeConfig:
     terminology: str | None = None  # source term <TAB> target term
     alignment: bool = False  # append each hypothesis's Pharaoh word alignment
     output_format: str = "text"  # or "jsonl": text, scores, confidence, tokens, alignment
+    input_format: str = "lines"  # or "document": one text, its layout and markup kept
+    source_language: str | None = None  # a document's, for sentence splitting; None: problem's
 
     def restore(self) -> Run:
         """`Run.restore` with these flags; a --problem other than the run's is refused."""
@@ -176,6 +178,8 @@ def run_decode(config: DecodeConfig, restore: Callable[[], Run] | None = None) -
     """Decodes (or scores) as `config` says; returns the number of lines written (or 0 after the
     interactive prompt). `restore` restores the run (default `config.restore`; t2t-decode
     passes the one restore of the commands' run flags, `t2t_lite.bin.run_flags`)."""
+    if config.input_format == "document":
+        return _decode_document(config, restore)
     # An input file is read and checked before the model loads (a bad one fails at once);
     # stdin once the model is ready.
     inputs = read_decode_inputs(config) if config.decode_from_file else None
@@ -225,3 +229,51 @@ def read_decode_inputs(
             f"{config.decode_from_file or STDIN} has {len(lines)}"
         )
     return lines, names, targets, target_names
+
+
+# Flags that make no sense for a document (N lines in, N lines out), with why.
+_LINE_FLAGS = {
+    "score_file": "scores lines",
+    "prefix_file": "guides lines",
+    "constraints_file": "guides lines",
+    "terminology": "guides lines",
+    "alignment": "aligns lines",
+}
+
+
+def read_document(path: str | None) -> str:
+    """A whole document from `path` (or stdin) as UTF-8; invalid bytes name the line."""
+    name = path or STDIN
+    if path:
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError as e:
+            raise ValueError(f"--decode_from_file={path}: {e.strerror}") from None
+    else:
+        raw = sys.stdin.buffer.read()
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ValueError(f"{name}:{line}: invalid UTF-8 at byte {e.start + 1}") from None
+
+
+def _decode_document(config: DecodeConfig, restore: Callable[[], Run] | None) -> int:
+    """`--input_format=document`: the input as one document, written out in its layout;
+    returns the number of lines written."""
+    for flag, what in _LINE_FLAGS.items():
+        if getattr(config, flag):
+            raise ValueError(f"--{flag} {what}; it does not go with --input_format=document")
+    if config.nbest > 1 or config.output_format != "text":
+        raise ValueError("--input_format=document writes one translation: use --nbest=1 and "
+                         "--output_format=text")  # fmt: skip
+    text = read_document(config.decode_from_file) if config.decode_from_file else None
+    translator = Translator.from_run((restore or config.restore)(), config.batch_tokens,
+                                     config.jit_compile)  # fmt: skip
+    text = read_document(None) if text is None else text
+    translated = translator.translate_document(text, config.source_language)
+    lines = translated.split("\n")
+    if lines[-1] == "":  # write_lines ends every line
+        lines.pop()
+    return write_lines(lines, config.decode_to_file)

@@ -61,6 +61,7 @@ class Translator:
         strategy: tf.distribute.Strategy | None = None,
         jit_compile: bool = False,
         calibration: Calibration | None = None,
+        source_language: str = "en",
     ):
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
@@ -96,6 +97,7 @@ class Translator:
             lambda x, y: forced_pass(model, x, y), input_signature=[spec, spec]
         )
         self.calibration = calibration or Calibration()
+        self.source_language = source_language  # sentence splitting of documents
         self._joins_table = None
         score = split_rows(strategy, lambda x, y: score_ids(model, x, y))
         self._score = tf.function(score, input_signature=[spec] * 2)
@@ -136,7 +138,16 @@ class Translator:
             run.strategy,
             jit_compile,
             Calibration.load(run.output_dir),
+            getattr(run.problem, "source_language", "") or "en",
         )
+
+    def translate_document(self, text: str, language: str | None = None) -> str:
+        """A whole document (plain text, Markdown or HTML-like text) translated in the same
+        layout, its markup and placeholders kept (`t2t_lite.decode.document`); `language`:
+        the source's, for sentence splitting (default: the problem's source language)."""
+        from t2t_lite.decode.document import translate_document, translator_engine
+
+        return translate_document(text, translator_engine(self), language or self.source_language)
 
     def translate(
         self,

@@ -64,14 +64,14 @@ def quantize_model(model, mode: str | None) -> None:
             weight_quantizer=None,
             activation_quantizer=None,  # weights: abs-max per channel
         )
-        with _one_garbage_collection():
+        with one_garbage_collection():
             member.quantize(config=weights_only, filters=lambda x: type(x) in QUANTIZED_TYPES)
         for layer in quantized_layers(member):
             int8_product.prepare(layer)  # 8-bit products where oneDNN has them
 
 
 @contextlib.contextmanager
-def _one_garbage_collection() -> Iterator[None]:
+def one_garbage_collection() -> Iterator[None]:
     """Runs `gc.collect` once at the end instead of at every call inside. Keras' `Layer`
     collects garbage whenever a variable attribute is deleted, which quantizing a layer does:
     0.2 s per layer with a model and TensorFlow loaded, 9 s of the demo's 49 layers."""

@@ -9,7 +9,8 @@ import os
 import numpy as np
 from absl import logging
 
-from t2t_lite.run import checkpoints
+from t2t_lite.model import lora
+from t2t_lite.run import adapter, checkpoints
 from t2t_lite.run.checkpoints import CheckpointError, checkpoint_step, list_checkpoints
 from t2t_lite.run.layout import AVERAGED_DIR, AVERAGED_INFO, CHECKPOINT_DIR
 from t2t_lite.run.run import build_model
@@ -27,6 +28,10 @@ def average_run(
       (the averaged checkpoint's path, the checkpoints averaged).
     """
     model = build_model(RunInfo.load(output_dir))
+    if adapter.is_adapter_run(output_dir):  # its checkpoints hold the adapter alone
+        record = adapter.AdapterRecord.load(output_dir)
+        lora.enable(model, record.rank, record.alpha)
+        model = lora.adapter_weights(model)
     source = os.path.join(output_dir, CHECKPOINT_DIR)
 
     def unreadable(path: str) -> str | None:  # a damaged checkpoint is passed over, as in train

@@ -19,6 +19,9 @@ output_dir, named once here.
       search.json            the search settings a budget run tuned on dev at its end, which
                              the commands decode with unless flags say otherwise
                              (train/search_tuning.py)
+      adapter.json           an adapter run's rank and parent: its run folder, checkpoint and
+                             the SHA-256 of its weights (adapter.py); its checkpoints then
+                             hold the LoRA weights alone
       summaries/             TensorBoard event files of the training and dev metrics
       train.lock             held by the t2t-train writing the run, with its PID (lock.py)
 
@@ -42,6 +45,7 @@ BUDGET_FILE = "budget.json"
 RATE_FILE = "peak_rate.json"
 DROPOUT_FILE = "dropout.json"
 SEARCH_FILE = "search.json"
+ADAPTER_FILE = "adapter.json"
 SUMMARIES_DIR = "summaries"
 LOCK_FILE = "train.lock"
 # In every checkpoint folder: TensorFlow's state file, listing the folder's checkpoints.

@@ -20,10 +20,11 @@ from absl import logging
 
 from t2t_lite.data import Tokenizer
 from t2t_lite.hparams import HParams, SearchSettings
-from t2t_lite.model import Transformer, ensemble
+from t2t_lite.model import Transformer, ensemble, lora
 from t2t_lite.model.layers import int8_product
 from t2t_lite.model.quantize import quantize_model, quantized_layers
 from t2t_lite.problems import Problem, get_problem
+from t2t_lite.run import adapter
 from t2t_lite.run.checkpoints import restore_checkpoint
 from t2t_lite.run.layout import RUN_INFO_FILE, SEARCH_FILE
 from t2t_lite.run.run_info import RunInfo
@@ -48,6 +49,8 @@ def restore_model(
     the file when nothing is readable, or when a given `checkpoint` is unreadable."""
     info = RunInfo.load(output_dir)
     model = build_model(info)
+    if adapter.is_adapter_run(output_dir):  # base + LoRA adapter (t2t_lite.run.adapter)
+        return model, info, adapter.restore_adapted(model, output_dir, checkpoint)
     path = restore_checkpoint(tf.train.Checkpoint(model=model), output_dir, checkpoint)
     return model, info, path
 
@@ -133,6 +136,7 @@ class Run:
         ensemble_weights: Sequence[float | str] | None = None,
         quantize: str | None = None,
         strategy: tf.distribute.Strategy | None = None,
+        merge_lora: bool = False,
     ) -> Run:
         """Restores `output_dir` (written by t2t-train).
 
@@ -151,11 +155,18 @@ class Run:
             None or "none" keeps them as the checkpoint has them.
           strategy: a tf.distribute strategy whose replicas decode (`decode_strategy`); the
             model is made in its scope. None: one device.
+          merge_lora: for an adapter run (t2t_lite.run.adapter), fold the adapter into the
+            base weights (`lora.merge`); int8 merges too. Otherwise the model computes
+            base + adapter.
         """
         quantize = quantize or "none"
         with strategy.scope() if strategy is not None else contextlib.nullcontext():
             weights = ensemble.parse_weights(ensemble_weights)
             model, info, path = restore_models(output_dir, checkpoint, data_dir, weights)
+            # int8 quantizes kernels, which an unmerged adapter adds to: merge first.
+            if lora.is_adapted(model) and (merge_lora or quantize != "none"):
+                lora.merge(model)
+                logging.info("merged the LoRA adapter of %s into its base weights", output_dir)
             quantize_model(model, quantize)
         logging.info("restored %s (problem %s, hparams %s)", path, info.problem, info.hparams_set)
         if quantize != "none":

@@ -54,6 +54,9 @@ class TrainConfig:
     # also takes its optimizer state and step count (t2t_lite.train.init_from).
     init_from: str = ""
     init_optimizer: bool = False
+    # >0: a LoRA adapter of this rank over --init_from's frozen weights; the run saves the
+    # adapter alone (t2t_lite.run.adapter).
+    lora_rank: int = 0
     usr_dir: str = ""  # the --usr_dir that registered the problem, recorded in hparams.json
     # The --hparams overrides as given ("k=v,k=v"): what the caller chose, which the budget's
     # schedule and the late-dropout rule leave as it is (`resolve_run`).
@@ -69,6 +72,16 @@ class TrainConfig:
         if self.best_metric not in METRIC_DIRECTIONS:
             raise ValueError(
                 f"--best_metric={self.best_metric!r} is not one of {', '.join(METRIC_DIRECTIONS)}"
+            )
+        if self.lora_rank < 0 or (self.lora_rank and not self.init_from):
+            raise ValueError(
+                f"--lora_rank={self.lora_rank}: an adapter needs a positive rank and the run it "
+                "adapts, --init_from=RUN"
+            )
+        if self.lora_rank and self.init_optimizer:
+            raise ValueError(
+                "--init_optimizer: an adapter run (--lora_rank) trains new weights, so it has "
+                "no optimizer state to take from its parent; drop one of the two flags"
             )
         if self.best_metric == "dev_bleu" and not self.bleu_examples:
             raise ValueError("--best_metric=dev_bleu needs --bleu_examples > 0")

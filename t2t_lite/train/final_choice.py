@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from t2t_lite.model import lora
 from t2t_lite.run import averaging, checkpoints
 from t2t_lite.run.layout import BEST_DIR, CHECKPOINT_DIR, CHOICE_FILE, FINAL_DIR
 from t2t_lite.runtime import atomic_io
@@ -63,7 +64,7 @@ def choose_final(
     trainer.model's current weights), writes the best to output_dir/final/ and returns the record
     of choice.json. Ties go to the last weights. A worker that is not the chief of a multi-worker
     run scores alike (the scores' collectives need it) and writes nothing (`write` False)."""
-    model = trainer.model
+    model = lora.checkpointed(trainer.model)  # an adapter run keeps its adapter alone
     last = _snapshot(model)
     scores = {"last": float(score())}
     weights = {"last": last}

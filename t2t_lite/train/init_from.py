@@ -4,7 +4,8 @@ The parent is a run directory (its newest checkpoint, averaged/ included) or a c
 The new run must use the same vocabulary (the vocabulary files' SHA-256 must be equal) and an
 hparams set whose variables have the parent's shapes; either mismatch is refused with the files
 or the variables named. The optimizer and the learning-rate schedule start afresh unless
-`init_optimizer`, which also takes the parent's Adam moments and step count.
+`init_optimizer`, which also takes the parent's Adam moments and step count. With
+`--lora_rank` the parent's weights become the frozen base of a LoRA adapter (`prepare_adapter`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from t2t_lite.data import load_tokenizer
+from t2t_lite.model import lora
+from t2t_lite.run import adapter
 from t2t_lite.run.checkpoints import resolve_checkpoint
-from t2t_lite.run.layout import RUN_INFO_FILE
+from t2t_lite.run.layout import ADAPTER_FILE, LAST_CHECKPOINT_FILE, RUN_INFO_FILE
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
+from t2t_lite.train.config import ConflictingRunError
 
 
 def parent_run(init_from: str) -> tuple[str, str]:
@@ -107,3 +111,54 @@ def initialize_from(trainer, init_from: str, vocab: str, init_optimizer: bool = 
         "initialized from %s (%s)", path, "weights and optimizer" if init_optimizer else "weights"
     )
     return path
+
+
+def prepare_adapter(model: tf.Module, config, vocab: str, chief: bool = True) -> None:
+    """An adapter run (`--lora_rank`): loads the parent's weights into the built `model` as its
+    frozen base and enables LoRA on it, before the optimizer sees its trainable weights.
+
+    A new run takes the parent of `config.init_from` (vocabulary and shapes checked as for any
+    fine-tuning) and records it in output_dir/adapter.json (`AdapterRecord`); a resumed run
+    takes the recorded parent again and refuses other base weights, naming both hashes, or
+    another rank.
+    """
+    if adapter.is_adapter_run(config.output_dir):
+        record = adapter.AdapterRecord.load(config.output_dir)
+        if record.rank != config.lora_rank:
+            raise ConflictingRunError(
+                f"--lora_rank={config.lora_rank}: the adapter run in {config.output_dir} has "
+                f"rank {record.rank}; pass --lora_rank={record.rank} or a new --output_dir"
+            )
+        base = adapter.restore_base(model, record)
+        adapter.check_base(model, record, config.output_dir, base)
+        lora.enable(model, record.rank, record.alpha)
+        return
+    if os.path.exists(os.path.join(config.output_dir, LAST_CHECKPOINT_FILE)):
+        raise ConflictingRunError(
+            f"--lora_rank={config.lora_rank}: {config.output_dir} holds a run that is not an "
+            f"adapter (no {ADAPTER_FILE}); train the adapter in a new --output_dir"
+        )
+    parent_dir, path = parent_run(config.init_from)
+    parent_vocab = load_tokenizer(RunInfo.load(parent_dir).data_dir).path
+    check_vocabulary(parent_dir, parent_vocab, vocab)
+    check_shapes(model, path)
+    tf.train.Checkpoint(model=model).restore(
+        path
+    ).expect_partial().assert_existing_objects_matched()
+    sha256 = lora.weights_sha256(model)
+    lora.enable(model, config.lora_rank)
+    record = adapter.AdapterRecord(
+        rank=config.lora_rank,
+        alpha=float(config.lora_rank),
+        parent_dir=os.path.abspath(parent_dir),
+        parent_checkpoint=os.path.abspath(path),
+        parent_sha256=sha256,
+        trainable_weights=lora.adapter_size(model, config.lora_rank),
+    )
+    if chief:
+        os.makedirs(config.output_dir, exist_ok=True)
+        record.save(config.output_dir)
+    logging.info(
+        "LoRA adapter of rank %d over %s (weights sha256 %s): %d trainable weights",
+        record.rank, path, sha256[:16], record.trainable_weights,
+    )  # fmt: skip

@@ -21,7 +21,9 @@ from absl import logging
 from tensorflow.core.framework import summary_pb2
 
 from t2t_lite.hparams import HParams
+from t2t_lite.model import lora
 from t2t_lite.problems import datagen_options
+from t2t_lite.run.adapter import AdapterRecord, is_adapter_run
 from t2t_lite.run.checkpoints import BestKeeper, CheckpointKeeper
 
 # What t2t-train needs of the run's infrastructure, re-exported for it.
@@ -52,7 +54,7 @@ from t2t_lite.train.evaluation import (
     evaluate,
     local_strategy,
 )
-from t2t_lite.train.init_from import initialize_from
+from t2t_lite.train.init_from import initialize_from, prepare_adapter
 from t2t_lite.train.late_dropout import LateDropout, dropout_hparams
 from t2t_lite.train.step import Trainer
 from t2t_lite.train.stop_signal import StopSignal
@@ -173,7 +175,16 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dic
     earlier_run = os.path.exists(os.path.join(config.output_dir, RUN_INFO_FILE))
     if chief:
         _check_run_info(info, config.output_dir)
-    trainer = Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size)
+    prepare = None
+    if not config.lora_rank and is_adapter_run(config.output_dir):
+        raise ConflictingRunError(
+            f"{config.output_dir} holds a LoRA adapter of rank "
+            f"{AdapterRecord.load(config.output_dir).rank}: resume it with that --lora_rank"
+        )
+    if config.lora_rank:  # an adapter run: the parent's weights frozen under LoRA
+        vocab = problem.tokenizer(config.data_dir).path
+        prepare = functools.partial(prepare_adapter, config=config, vocab=vocab, chief=chief)
+    trainer = Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size, prepare)
     keeper = CheckpointKeeper(
         trainer.checkpoint(),
         os.path.join(config.output_dir, CHECKPOINT_DIR),
@@ -248,7 +259,9 @@ def _restore(trainer, keeper, problem, config: TrainConfig, earlier_run: bool) -
             config.output_dir,
             RUN_INFO_FILE,
         )
-    if config.init_from and not restored:
+    if config.lora_rank:
+        pass  # the Trainer loaded the base (`prepare_adapter`)
+    elif config.init_from and not restored:
         vocab = problem.tokenizer(config.data_dir).path
         initialize_from(trainer, config.init_from, vocab, config.init_optimizer)
     elif config.init_from:
@@ -267,7 +280,11 @@ class _Loop:
         self.dev = _dev_dataset(problem, config, trainer.hparams, strategy)
         higher = METRIC_DIRECTIONS[config.best_metric]
         self.best = BestKeeper(
-            trainer.model, config.output_dir, config.best_metric, higher, save=chief
+            lora.checkpointed(trainer.model),
+            config.output_dir,
+            config.best_metric,
+            higher,
+            save=chief,
         )
         self.stale_evals = 0
         self.skipped_steps = 0

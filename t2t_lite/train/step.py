@@ -15,7 +15,7 @@ The step all-reduces the gradients itself so that the non-finite check, the grad
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import keras
@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.hparams import HParams
+from t2t_lite.model import lora
 from t2t_lite.model.losses import label_smoothed_cross_entropy
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.train.budget import BudgetState
@@ -104,7 +105,10 @@ class Trainer:
         vocab_size: int,
         strategy: tf.distribute.Strategy,
         output_vocab_size: int = 0,
+        prepare: Callable[[Transformer], None] | None = None,
     ):
+        """`prepare(model)`, when given, runs on the built model before the optimizer takes its
+        trainable weights (an adapter run loads its base and enables LoRA there)."""
         self.hparams = hparams
         self.strategy = strategy
         self.loss_scaled = hparams.precision == "mixed_float16"
@@ -113,6 +117,8 @@ class Trainer:
                 hparams, vocab_size, output_vocab_size=output_vocab_size
             )
             self.model.build()
+            if prepare is not None:
+                prepare(self.model)
             # The schedule object: a linear_budget one has its horizon set while training.
             self.schedule = create_schedule(hparams)
             optimizer = create_optimizer(hparams, self.schedule)
@@ -164,8 +170,13 @@ class Trainer:
         return {"grads": grads, "stats": local([len(BatchStats._fields)], "accum_stats")}
 
     def checkpoint(self) -> tf.train.Checkpoint:
-        """What a training checkpoint holds; decode and export read the "model" key."""
-        parts = {"model": self.model, "optimizer": self.optimizer, "step": self.step}
+        """What a training checkpoint holds; decode and export read the "model" key (an
+        adapter run's: the adapter's weights alone, t2t_lite.run.adapter)."""
+        parts = {
+            "model": lora.checkpointed(self.model),
+            "optimizer": self.optimizer,
+            "step": self.step,
+        }
         if self.budget is not None:
             parts["budget"] = self.budget
         if self.late_dropout is not None:

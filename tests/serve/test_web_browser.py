@@ -143,3 +143,22 @@ def test_scores_scale_sampling_and_offline_api_pages(chromium, tmp_path):
     assert sampled == expected.translate([SENTENCE])[0]
     assert "/api/translate" in "".join(operations)
     assert outside == [], outside
+
+
+def test_a_document_side_by_side_as_it_streams(chromium, tmp_path):
+    """The document panel: paragraphs side by side, filled from the server-sent events, the
+    end what Translator.translate_document gives."""
+    output_dir = serve_helpers.text_run(tmp_path)
+    document = "we saw <b>the box</b>. the red door.\n\n- we took {name} here\n"
+    png = str(tmp_path / "document.png")
+    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
+        shown = screenshot_serve.screenshot(url, [], png, chromium, document=document)
+    assert os.path.getsize(png) > 5_000
+    expected = Translator.from_run(output_dir).translate_document(document)
+    assert shown["document"] == expected
+    paragraphs = expected.rstrip("\n").split("\n\n")
+    assert shown["rows"] == [
+        [["we saw <b>the box</b>. the red door.", ""], [paragraphs[0], "done"]],
+        [["we took {name} here", ""], [paragraphs[1].removeprefix("- "), "done"]],
+    ]
+    assert shown["status"] == "done: 3 sentences"

@@ -81,6 +81,12 @@ class SearchFields(_Request):
         "comma-separated name:value of temperature, top_k, top_p and seed, e.g. "
         "'temperature:0.8,top_k:40,seed:1'; '' samples with temperature 1. A run only.",
     )
+    adapter: str | None = Field(
+        None,
+        strict=True,
+        description="A LoRA adapter the server holds over its run (t2t-serve --adapters=NAME=RUN), "
+        "by name; default: the run itself.",
+    )
 
 
 class TranslateRequest(SearchFields):

@@ -4,6 +4,8 @@
   GET  /api/info         the run's facts, what requests may change, the limits
   POST /api/translate    sentences --> translations with scores, n-best, trees (parsing runs)
   POST /api/attention    one sentence --> its best translation's attention maps
+  POST /api/document     a document --> its translation in the same layout, streamed
+                         sentence by sentence (server-sent events; documents.py)
   POST /api/evalb        a gold tree and a test tree --> EVALB's F1 for the sentence
   GET  /docs, /redoc     the API described (Swagger UI, ReDoc; scripts served locally)
   GET  /openapi.json     the API's OpenAPI description
@@ -31,8 +33,9 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from t2t_lite.data.trees import TreeParseError, parse_tree
-from t2t_lite.serve.web import api, tf_serving
+from t2t_lite.serve.web import adapters, api, tf_serving
 from t2t_lite.serve.web.backend import Backend
+from t2t_lite.serve.web.documents import add_document_route
 from t2t_lite.serve.web.trees import sentence_evalb, text_tree_json
 
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
@@ -47,6 +50,15 @@ class Gate:
         self._slots = threading.BoundedSemaphore(limit)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        release = self.hold()
+        try:
+            return await asyncio.to_thread(fn, *args)
+        finally:
+            release()
+
+    def hold(self) -> Callable[[], None]:
+        """Takes a slot (or refuses with 429) and returns what gives it back: for a stream,
+        which holds its slot until it ends."""
         if not self._slots.acquire(blocking=False):
             raise api.ApiError(
                 429,
@@ -54,10 +66,7 @@ class Gate:
                 f"busy: {self.limit} requests are running (--max_concurrent="
                 f"{self.limit}); try again in a moment",
             )
-        try:
-            return await asyncio.to_thread(fn, *args)
-        finally:
-            self._slots.release()
+        return self._slots.release
 
 
 def is_loopback(host: str) -> bool:
@@ -149,9 +158,11 @@ def create_app(backend: Backend, limits: api.Limits | None = None) -> FastAPI:
 
 
 def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits) -> None:
-    """/api/translate and /api/attention: searches in worker threads, through one `Gate`."""
+    """/api/translate, /api/attention and /api/document: searches in worker threads, through
+    one `Gate`."""
     gate = Gate(limits.max_concurrent)
     caps = backend.capabilities
+    add_document_route(app, backend, limits, gate)
 
     @app.post("/api/translate", response_model=api.TranslateResponse, responses=api.ERRORS)
     async def translate(request: api.TranslateRequest) -> dict:
@@ -163,7 +174,8 @@ def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits) -> No
         if guides is not None or request.details:
             field = "details" if guides is None else "constraints"
             api.check_guided(settings, caps, field, guides)
-        results = await gate.run(backend.translate, sentences, settings, guides, request.details)
+        chosen = adapters.chosen(backend, request.adapter)
+        results = await gate.run(chosen.translate, sentences, settings, guides, request.details)
         if caps.parsing:
             for result in results:
                 for hypothesis in result["hypotheses"]:
@@ -185,5 +197,6 @@ def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits) -> No
         sentence = api.check_text(request.sentence, "sentence", limits.max_characters)
         if not sentence.strip():
             raise api.ApiError(422, "sentence", "sentence is empty")
-        found = await gate.run(backend.attention, sentence, settings)
+        chosen = adapters.chosen(backend, request.adapter)
+        found = await gate.run(chosen.attention, sentence, settings)
         return {**found, "settings": settings.to_dict()}

@@ -19,6 +19,7 @@ from typing import Any
 import tensorflow as tf
 
 from t2t_lite.decode.confidence import Calibration
+from t2t_lite.decode.document import Engine, translator_engine
 from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.hparams import SearchSettings
@@ -83,7 +84,10 @@ class RunBackend:
     ):
         self.run = run
         self.translators = TranslatorCache(run, batch_tokens, cache_size, jit_compile)
+        # LoRA adapters over this run, by name (t2t_lite.serve.web.adapters)
+        self.adapters: dict[str, RunBackend] = {}
         self._facts = {**run.describe(), **run_facts(run), "source": "run"}
+        self.source_language = getattr(run.problem, "source_language", "") or "en"
         for key in ("output_dir", "checkpoint", "data_dir"):
             self._facts[key] = os.path.abspath(self._facts[key])
         self.capabilities = Capabilities(
@@ -96,6 +100,9 @@ class RunBackend:
         )
 
     def facts(self) -> dict[str, Any]:
+        if self.adapters:
+            adapters = {name: b.run.output_dir for name, b in self.adapters.items()}
+            return {**self._facts, "adapters": adapters}
         return dict(self._facts)
 
     def translate(
@@ -120,6 +127,10 @@ class RunBackend:
             )
             for source, length, hyps in zip(stripped, lengths, found, strict=True)
         ]
+
+    def document_engine(self, settings: SearchSettings) -> Engine:
+        """What a document needs of this run's translator for `settings` (`/api/document`)."""
+        return translator_engine(self.translators.get(settings))
 
     def attention(self, sentence: str, settings: SearchSettings) -> dict:
         maps = sentence_attention(self.translators.get(settings), sentence)

@@ -10,6 +10,7 @@ from typing import Any
 
 from absl import logging
 
+from t2t_lite.serve.web.adapters import parse_adapters as parse_adapters  # t2t-serve's
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app, is_loopback
 from t2t_lite.serve.web.backend import Backend
@@ -24,11 +25,13 @@ def load_backend(
     quantize: str = "none",
     jit_compile: bool = False,
     model_name: str | None = None,
+    adapters: Mapping[str, str] | None = None,
 ) -> Backend:
     """A `RunBackend` for `output_dir` (restored as t2t-decode restores it, `search` over the
     problem's defaults, `quantize` and `jit_compile` as t2t-decode's flags) or a
     `SavedModelBackend` for `export_dir`, served under TF Serving's REST API as `model_name`
-    (default: the export folder's name); exactly one of the two."""
+    (default: the export folder's name); exactly one of the two. `adapters` ({name: adapter
+    run}) adds LoRA adapters over the run, chosen per request (t2t_lite.serve.web.adapters)."""
     if bool(output_dir) == bool(export_dir):
         raise ValueError(
             "give exactly one of --output_dir (a training run) and --export_dir (a SavedModel)"
@@ -38,6 +41,7 @@ def load_backend(
         given.update({"--checkpoint": checkpoint, "--data_dir": data_dir})
         given["--quantize"] = quantize if quantize != "none" else None
         given["--jit_compile"] = jit_compile or None
+        given["--adapters"] = ",".join(adapters or {}) or None
         flags = sorted(name for name, value in given.items() if value is not None)
         if flags:
             raise ValueError(
@@ -52,7 +56,15 @@ def load_backend(
     from t2t_lite.serve.web.run_backend import RunBackend
 
     run = Run.restore(output_dir, checkpoint, data_dir, search=search, quantize=quantize)
-    return RunBackend(run, jit_compile=jit_compile)
+    backend = RunBackend(run, jit_compile=jit_compile)
+    if adapters:
+        from t2t_lite.serve.web.adapters import load_adapters
+
+        def restore(folder: str) -> Run:
+            return Run.restore(folder, data_dir=data_dir, search=search, quantize=quantize)
+
+        load_adapters(backend, adapters, restore, jit_compile)
+    return backend
 
 
 def loopback_warning(host: str, port: int) -> str | None:

@@ -1,0 +1,154 @@
+"""Translating with a LiteRT model of t2t-export --format=litert, without TensorFlow.
+
+    from t2t_lite.serve.litert_runner import LiteRTTranslator
+    translator = LiteRTTranslator("/srv/models/ende_litert/1")
+    translator.translate(["Click the OK button."])  # --> ["Klicken Sie auf OK."]
+
+or `python -m t2t_lite.serve.litert_runner FOLDER < input.txt > output.txt`.
+
+This module imports NumPy, sentencepiece and `ai_edge_litert` only (and nothing of t2t_lite
+that loads TensorFlow), so that a device with the `litert` extra translates. Lines are
+tokenized as t2t-decode tokenizes them (stripped, SentencePiece ids, EOS appended, longer inputs
+truncated to the model's input length with a warning), padded into batches of the model's fixed
+shape, and the ids it returns are cut at EOS and decoded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from t2t_lite.extras import import_extra
+
+EOS_ID = 1  # t2t_lite.vocabulary's reserved ids, repeated: that module is not needed here
+EXPORT_INFO = "t2t_export.json"
+SIGNATURE = "serving_default"
+
+log = logging.getLogger(__name__)
+
+
+def model_folder(path: str) -> str:
+    """`path` itself when it holds a LiteRT export, else its largest numeric version folder."""
+    if os.path.isfile(os.path.join(path, EXPORT_INFO)):
+        return path
+    versions = [int(n) for n in os.listdir(path) if n.isdigit()] if os.path.isdir(path) else []
+    if not versions:
+        raise FileNotFoundError(f"no {EXPORT_INFO} in {path} nor in a version folder below it")
+    return os.path.join(path, str(max(versions)))
+
+
+class LiteRTTranslator:
+    """A `.tflite` greedy search (t2t-export --format=litert) and its SentencePiece model.
+
+    `translate(lines)` returns a translation per line ("" for an empty line);
+    `search_ids(sources)` the output ids of source id lists (each ending in EOS).
+    """
+
+    def __init__(self, path: str, num_threads: int | None = None):
+        folder = model_folder(path)
+        with open(os.path.join(folder, EXPORT_INFO), encoding="utf-8") as f:
+            self.info: dict[str, Any] = json.load(f)
+        if self.info.get("format") != "litert":
+            raise ValueError(f"{folder} holds a {self.info.get('format')!r} export, not litert")
+        interpreter = import_extra(
+            "ai_edge_litert.interpreter", "ai-edge-litert", "litert", "LiteRTTranslator"
+        )
+        sentencepiece = import_extra("sentencepiece", "sentencepiece", "litert", "LiteRTTranslator")
+        self.interpreter = interpreter.Interpreter(
+            model_path=os.path.join(folder, self.info["model_file"]), num_threads=num_threads
+        )
+        self._run = self.interpreter.get_signature_runner(SIGNATURE)
+        vocabulary = os.path.join(folder, self.info["vocabulary"])
+        self.tokenizer = sentencepiece.SentencePieceProcessor(model_file=vocabulary)
+        self.batch_size = int(self.info["batch_size"])
+        self.input_length = int(self.info["input_length"])
+
+    def encode(self, lines: Sequence[str]) -> list[list[int] | None]:
+        """Texts --> ids ending in EOS, truncated to the model's input length (with a warning
+        naming the line); None for empty or whitespace-only lines."""
+        encoded: list[list[int] | None] = []
+        for number, line in enumerate(lines, 1):
+            text = line.strip()
+            if not text:
+                encoded.append(None)
+                continue
+            ids = self.tokenizer.encode(text)
+            if len(ids) + 1 > self.input_length:
+                log.warning(
+                    "line %d: %d tokens, truncated to the model's %d positions",
+                    number,
+                    len(ids) + 1,
+                    self.input_length,
+                )
+                ids = ids[: self.input_length - 1]
+            encoded.append([*ids, EOS_ID])
+        return encoded
+
+    def search_ids(self, sources: Sequence[Sequence[int]]) -> list[list[int]]:
+        """Source id lists (each ending in EOS, at most input_length long) --> each one's output
+        ids, EOS included when the search ended with it."""
+        outputs: list[list[int]] = []
+        for start in range(0, len(sources), self.batch_size):
+            chunk = sources[start : start + self.batch_size]
+            inputs = np.zeros([self.batch_size, self.input_length], np.int32)
+            for row, ids in enumerate(chunk):
+                if not 1 <= len(ids) <= self.input_length:
+                    raise ValueError(
+                        f"a source of {len(ids)} ids; the model takes 1 to {self.input_length}"
+                    )
+                inputs[row, : len(ids)] = ids
+            ids = self._run(inputs=inputs)["ids"]  # --> [batch_size, output_length]
+            outputs += [_until_eos(row) for row in ids[: len(chunk)].tolist()]
+        return outputs
+
+    def translate(self, lines: Sequence[str]) -> list[str]:
+        """A translation per line, in order; "" for an empty line."""
+        encoded = self.encode(lines)
+        filled = [i for i, ids in enumerate(encoded) if ids]
+        found = self.search_ids([encoded[i] for i in filled])
+        texts = [""] * len(lines)
+        for i, ids in zip(filled, found, strict=True):
+            texts[i] = self.tokenizer.decode([t for t in ids if t != EOS_ID])
+        return texts
+
+
+def _until_eos(ids: list[int]) -> list[int]:
+    """Output ids up to their first EOS (kept) or padding."""
+    for i, token in enumerate(ids):
+        if token == EOS_ID:
+            return ids[: i + 1]
+        if token == 0:
+            return ids[:i]
+    return ids
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Translates standard input line by line to standard output."""
+    parser = argparse.ArgumentParser(
+        prog="python -m t2t_lite.serve.litert_runner", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("folder", help="a t2t-export --format=litert folder (or its versions)")
+    parser.add_argument("--num_threads", type=int, default=None)
+    parser.add_argument("--batch_lines", type=int, default=256, help="lines read per batch")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    try:
+        translator = LiteRTTranslator(args.folder, args.num_threads)
+    except (OSError, ValueError, KeyError, ImportError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")  # one line, as the t2t-* commands
+    lines = sys.stdin.read().splitlines()
+    for start in range(0, len(lines), args.batch_lines):
+        for text in translator.translate(lines[start : start + args.batch_lines]):
+            print(text, flush=False)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

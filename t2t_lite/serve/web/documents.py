@@ -1,0 +1,116 @@
+"""`POST /api/document`: a whole document translated in its layout, streamed sentence by sentence.
+
+The document goes through `t2t_lite.decode.document` as `t2t-decode --input_format=document`
+and `Translator.translate_document` take it. With `"stream": true` (the default) the answer is
+server-sent events (`text/event-stream`), one per step of `translate_events`:
+
+  event: start       data: {"paragraphs": [source paragraphs], "sentences": count}
+  event: sentence    data: {"index", "paragraph", "source", "translation"}
+  event: paragraph   data: {"paragraph", "text"}   (its markup put back)
+  event: done        data: {"document": the translated document}
+  event: error       data: {"error": message}       (the search failed midway)
+
+With `"stream": false` the answer is {"document": ..., "settings": ...} once all is done. A
+document holds up to --max_sentences x --max_characters characters; it takes one of the
+--max_concurrent slots for as long as it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+
+from absl import logging
+from fastapi import FastAPI
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from t2t_lite.decode.document import Engine, translate_events
+from t2t_lite.decode.markup import read_pharaoh
+from t2t_lite.hparams import SearchSettings
+from t2t_lite.serve.web import adapters, api
+from t2t_lite.serve.web.backend import Backend
+
+
+class DocumentRequest(api.SearchFields):
+    text: str = Field(description="The document: plain text, Markdown or HTML-like text.")
+    language: str | None = Field(
+        None, strict=True, description="The source's language code for sentence splitting."
+    )
+    stream: bool = Field(True, strict=True, description="Server-sent events as it goes.")
+
+
+class DocumentResponse(BaseModel):
+    document: str
+    settings: dict
+
+
+def backend_engine(backend: Backend, settings: SearchSettings) -> Engine:
+    """The backend's `Engine`: a run's translator (alignments and token counts), or for a
+    SavedModel its `translate` with details where its guided signature gives them (a
+    truncated sentence is logged; its tokenizer is inside the graph)."""
+    own = getattr(backend, "document_engine", None)
+    if own is not None:
+        return own(settings)
+    details = backend.capabilities.guided_nbest != 0
+
+    def translate(sentences: list[str]) -> list[tuple[str, Sequence | None]]:
+        found = []
+        for result in backend.translate(sentences, settings, None, details):
+            if result["truncated"]:
+                logging.warning("a document's sentence was truncated: %.60s", result["source"])
+            best = result["hypotheses"][0] if result["hypotheses"] else {"text": ""}
+            pairs = read_pharaoh(best["alignment"]) if "alignment" in best else None
+            found.append((best["text"], pairs))
+        return found
+
+    return Engine(translate)
+
+
+def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate) -> None:
+    """POST /api/document on `app`, searching through `gate` (`app.Gate`)."""
+
+    @app.post(
+        "/api/document",
+        response_model=DocumentResponse,
+        responses={**api.ERRORS, 200: {"content": {"text/event-stream": {}}}},
+    )
+    async def document(request: DocumentRequest):
+        """A document translated in its layout, its markup and placeholders kept: server-sent
+        events sentence by sentence (`stream`), or the whole document at the end."""
+        chosen = adapters.chosen(backend, request.adapter)
+        settings = api.resolve_settings(request, chosen.capabilities, limits)
+        if settings.nbest != 1:
+            raise api.ApiError(422, "nbest", "a document is translated with nbest 1")
+        most = limits.max_sentences * limits.max_characters
+        text = api.check_text(request.text, "text", most, "--max_sentences x --max_characters")
+        if not text.strip():
+            raise api.ApiError(422, "text", "text is empty")
+        language = request.language or getattr(backend, "source_language", "en")
+        chosen = adapters.chosen(backend, request.adapter)  # a LoRA adapter, by name
+        events = translate_events(text, backend_engine(chosen, settings), language)
+        release = gate.hold()  # 429 at once when every slot is busy
+        if not request.stream:
+            try:
+                *_, last = await asyncio.to_thread(list, events)
+            finally:
+                release()
+            return {"document": last["document"], "settings": settings.to_dict()}
+        return StreamingResponse(_stream(events, release), media_type="text/event-stream")
+
+
+async def _stream(events, release) -> AsyncIterator[str]:
+    """The events as server-sent events, each computed in a worker thread."""
+    try:
+        while True:
+            event = await asyncio.to_thread(next, events, None)
+            if event is None:
+                return
+            name = event.pop("event")
+            yield f"event: {name}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+    except Exception as error:  # the stream has begun: the error is an event of its own
+        logging.exception("document translation failed")
+        yield f"event: error\ndata: {json.dumps({'error': str(error)})}\n\n"
+    finally:
+        release()

@@ -1,0 +1,314 @@
+"""t2t-export --format=litert: the .tflite's greedy search finds t2t-decode's greedy ids on 40
+sentences of a trained tiny model (SentencePiece), its runner translates in a process without
+TensorFlow, int8 weights from the converter make a smaller model that still agrees, and what it
+cannot hold is refused in one line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from decoding_helpers import tiny_model, write_tiny_run
+
+from t2t_lite.decode.translator import Translator
+from t2t_lite.hparams import get_hparams
+from t2t_lite.problems import get_problem
+from t2t_lite.run.run import Run
+from t2t_lite.serve import litert_export
+from t2t_lite.serve.litert_runner import LiteRTTranslator
+from t2t_lite.train.loop import TrainConfig, train
+
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+MAX_POSITIONS = 24
+INPUT_LENGTH = 14  # the export's --max_input_length
+EXTRA = 6
+WORDS = "the a cat dog sat on mat big small house red blue runs over under".split()
+# int8 weights against float32 on the same 40 sentences: at least this share of identical
+# outputs. Dynamic-range int8 rounds each weight to within half a step of max|w| / 127 per
+# channel, about 1% of the logits in relative RMS (tests/decode/test_quantize.py); a greedy
+# choice flips only where the two best tokens lie closer than that, and the rest of the output
+# follows the flip. This briefly trained model has many such close calls: measured 35 of 40
+# (0.875; the demo's transformer_small: see docs/deploy.md). A model whose int8 weights were
+# wrong (a scale off, a channel swapped) agrees on next to none.
+INT8_AGREEMENT = 0.7
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """No reseeding (tests/serve/test_export.py): SentencePiece resources live across tests."""
+    yield
+
+
+def _sentences(count: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, rng.integers(2, 8))) for _ in range(count)]
+
+
+def _write(path, lines: list[str]) -> str:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A text2text run (SentencePiece, float32) trained briefly to reverse word order, and its
+    LiteRT exports: float32 weights in batches of 4, int8 weights in batches of 1."""
+    root = tmp_path_factory.mktemp("litert")
+    sources = _sentences(1200, seed=1)
+    targets = [" ".join(s.split()[::-1]) for s in sources]
+    files = {}
+    for split, part in (("train", slice(0, 1100)), ("dev", slice(1100, 1200))):
+        files[f"{split}_src"] = _write(root / f"{split}.src", sources[part])
+        files[f"{split}_tgt"] = _write(root / f"{split}.tgt", targets[part])
+    data_dir, output_dir = str(root / "data"), str(root / "run")
+    problem = get_problem("text2text")
+    problem.generate_data(data_dir, vocab_size=60, **files)
+    hparams = get_hparams(
+        "transformer_tiny",
+        "num_encoder_layers=2,num_decoder_layers=2,d_model=32,d_ff=128,num_heads=4,"
+        f"max_positions={MAX_POSITIONS},batch_size=1024,learning_rate=0.5,warmup_steps=50,"
+        "precision=float32",
+    )
+    config = TrainConfig(output_dir, data_dir, train_steps=200, eval_every=200, save_every=200)
+    train(problem, config, hparams, "transformer_tiny")
+    search = {"beam_size": 1, "alpha": 0.0, "extra_length": EXTRA}
+    run = Run.restore(output_dir, search={**search, "max_input_length": INPUT_LENGTH})
+    float_path, info = litert_export.export_run(run, str(root / "export"), batch_size=4)
+    int8_path, _ = litert_export.export_run(run, str(root / "export"), quantization="int8")
+    return {"run": run, "float": float_path, "int8": int8_path, "info": info}
+
+
+def _decode_ids(run: Run, sources: list[list[int]]) -> list[list[int]]:
+    """t2t-decode's greedy search (beam 1, alpha 0) through the `Translator`."""
+    translator = Translator(run.model, run.tokenizer, run.search)
+    found = translator.search_ids(sources).ids.numpy()[:, 0]
+    return [[t for t in row if t] for row in found.tolist()]
+
+
+def test_greedy_ids_equal_t2t_decode(trained):
+    run = trained["run"]
+    assert run.search.beam_size == 1 and run.search.alpha == 0.0
+    lines = _sentences(40, seed=9) + ["the big red dog runs over the small blue mat " * 3]
+    translator = LiteRTTranslator(trained["float"])
+    sources = translator.encode(lines)
+    assert len(sources[-1]) == INPUT_LENGTH  # the long line, truncated as t2t-decode does
+    assert sources[:-1] == [run.tokenizer.encode_py(line) + [1] for line in lines[:-1]]
+    ours = translator.search_ids(sources)
+    assert ours == _decode_ids(run, sources)
+    right = sum(
+        run.tokenizer.decode_py(o) == " ".join(s.split()[::-1])
+        for o, s in zip(ours[:40], lines[:40], strict=True)
+    )
+    assert right >= 15, f"the model is barely trained: {right} of 40 reversed"
+    assert sum(o[-1:] == [1] for o in ours) >= 35  # most end with EOS, not at the maximum
+    info = trained["info"]
+    assert (info["batch_size"], info["input_length"]) == (4, INPUT_LENGTH)
+    assert info["output_length"] == INPUT_LENGTH + EXTRA
+    assert sorted(os.listdir(trained["float"])) == [
+        "README.md",
+        "model.tflite",
+        "t2t_export.json",
+        "vocab.bpe.model",
+    ]
+
+
+def test_readme_and_runner_translate_without_tensorflow(trained):
+    """The README.md beside the model runs, and translates as t2t-decode does, in a fresh
+    process that never imports TensorFlow."""
+    path = trained["float"]
+    with open(os.path.join(path, "README.md")) as f:
+        (code,) = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert 'LiteRTTranslator(".")' in code
+    lines = _sentences(6, seed=3) + [""]
+    code = code.replace('LiteRTTranslator(".")', f"LiteRTTranslator({path!r})") + (
+        "import json, sys\n"
+        f"texts = translator.translate({lines!r})\n"
+        "print(json.dumps([texts, 'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    texts, tensorflow, keras = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not tensorflow and not keras
+    run = trained["run"]
+    assert texts == Translator(run.model, run.tokenizer, run.search).translate(lines)
+    assert texts[-1] == ""
+
+
+def test_int8_weights_are_smaller_and_agree(trained):
+    float_size = os.path.getsize(os.path.join(trained["float"], "model.tflite"))
+    int8_size = os.path.getsize(os.path.join(trained["int8"], "model.tflite"))
+    assert int8_size < 0.8 * float_size, (int8_size, float_size)
+    float_translator, int8_translator = (LiteRTTranslator(trained[k]) for k in ("float", "int8"))
+    sources = float_translator.encode(_sentences(40, seed=9))
+    same = np.mean(
+        [
+            a == b
+            for a, b in zip(
+                float_translator.search_ids(sources),
+                int8_translator.search_ids(sources),
+                strict=True,
+            )
+        ]
+    )
+    assert same >= INT8_AGREEMENT, same
+    with open(os.path.join(trained["int8"], "t2t_export.json")) as f:
+        assert json.load(f)["quantization"] == "int8"
+
+
+def test_refusals_name_the_setting(trained, tmp_path):
+    run = trained["run"]
+    with pytest.raises(ValueError, match="--litert_quantization='int4' is not one of"):
+        litert_export.export_run(run, str(tmp_path), quantization="int4")
+    with pytest.raises(ValueError, match="--litert_batch_size must be at least 1"):
+        litert_export.export_run(run, str(tmp_path), batch_size=0)
+    sampling = dataclasses.replace(run, search=dataclasses.replace(run.search, sampling=True))
+    with pytest.raises(ValueError, match="--sampling: the LiteRT model searches greedily"):
+        litert_export.export_run(sampling, str(tmp_path))
+    assert not os.listdir(tmp_path)
+
+
+def test_runner_refuses_bad_inputs(trained, tmp_path):
+    translator = LiteRTTranslator(os.path.dirname(trained["int8"]))  # the largest version
+    assert translator.info["quantization"] == "int8"
+    with pytest.raises(ValueError, match=f"a source of {INPUT_LENGTH + 1} ids; the model takes"):
+        translator.search_ids([[5] * INPUT_LENGTH + [1]])
+    with pytest.raises(FileNotFoundError, match="no t2t_export.json in"):
+        LiteRTTranslator(str(tmp_path))
+    (tmp_path / "t2t_export.json").write_text(json.dumps({"format": "ctranslate2"}))
+    with pytest.raises(ValueError, match="holds a 'ctranslate2' export, not litert"):
+        LiteRTTranslator(str(tmp_path))
+
+
+def test_refuses_a_words_vocabulary(tmp_path):
+    output_dir, _, _ = write_tiny_run(tmp_path)
+    run = Run.restore(str(output_dir))
+    with pytest.raises(ValueError) as error:
+        litert_export.export_run(run, str(tmp_path / "export"))
+    assert str(error.value) == (
+        f"{output_dir} cannot be converted to LiteRT: its vocabulary vocab.words.txt is not a "
+        "SentencePiece model; the LiteRT runner tokenizes with SentencePiece only"
+    )
+    assert not (tmp_path / "export").exists()
+
+
+def test_cli_refuses_a_beam_before_restoring_in_one_line(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "t2t_lite.bin.t2t_export",
+            f"--output_dir={tmp_path / 'no_run'}",
+            f"--export_dir={tmp_path / 'export'}",
+            "--format=litert",
+            "--beam_size=4",
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "t2t-export: error: --format=litert searches greedily: leave out --beam_size and --nbest"
+    )
+
+
+def test_runner_command_translates_standard_input(trained, tmp_path):
+    lines = _sentences(3, seed=4)
+    command = [sys.executable, "-m", "t2t_lite.serve.litert_runner"]
+    done = subprocess.run(
+        [*command, os.path.dirname(trained["float"])],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    # The parent holds two versions: the largest is the int8 model.
+    assert done.stdout.splitlines() == LiteRTTranslator(trained["int8"]).translate(lines)
+    done = subprocess.run(
+        [*command, str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"python -m t2t_lite.serve.litert_runner: error: no t2t_export.json in {tmp_path} "
+        "nor in a version folder below it"
+    ]
+
+
+def test_float32_copy_of_a_mixed_precision_model():
+    model = tiny_model(13, overrides=",precision=mixed_bfloat16")
+    copy = litert_export.float32_model(model)
+    assert copy.dtype_policy.name == "float32" and model.dtype_policy.name == "mixed_bfloat16"
+    for ours, theirs in zip(copy.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    assert litert_export.float32_model(copy) is copy
+
+
+@pytest.mark.slow
+def test_cli_exports_int8_that_the_runner_reads(trained, tmp_path):
+    """The whole command: t2t-export --format=litert with int8 weights gives the model the
+    fixture's export_run gave (the same ids), and reports greedy search."""
+    run = trained["run"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "t2t_lite.bin.t2t_export",
+            f"--output_dir={run.output_dir}",
+            f"--export_dir={tmp_path}",
+            "--format=litert",
+            "--litert_quantization=int8",
+            f"--max_input_length={INPUT_LENGTH}",
+            f"--extra_length={EXTRA}",
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["litert"] == str(tmp_path / "1")
+    assert (report["beam_size"], report["alpha"], report["extra_length"]) == (1, 0.0, EXTRA)
+    ours, theirs = LiteRTTranslator(report["litert"]), LiteRTTranslator(trained["int8"])
+    sources = ours.encode(_sentences(10, seed=5))
+    assert ours.search_ids(sources) == theirs.search_ids(sources)
+
+
+def test_the_guides_examples_run_without_tensorflow(trained, tmp_path):
+    """docs/deploy.md's Python blocks of LiteRT and of documents, on this export instead of
+    the demo's (the document one on a page of the model's words, with a tag)."""
+    guide = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "deploy.md")
+    with open(guide, encoding="utf-8") as f:
+        text = f.read()
+    blocks = []
+    for title in ("## LiteRT: a model for devices", "## Documents"):
+        section = text.partition(title)[2].partition("\n## ")[0]
+        blocks += re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 3
+    page = tmp_path / "page.md"
+    page.write_text("# the <b>big dog</b>\n\nthe cat runs over the mat\n", encoding="utf-8")
+    for code in blocks:
+        assert "/tmp/ende_litert/1" in code
+        code = code.replace("/tmp/ende_litert/1", trained["float"])
+        code = code.replace('"page.md"', repr(str(page)))
+        code += "import sys\nprint('tensorflow' in sys.modules)\n"
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=60
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.splitlines()[-1] == "False"
+        if str(page) in code:  # the document: its layout and its tag, around translated words
+            lines = done.stdout.splitlines()
+            assert lines[0].startswith("# ") and lines[1] == lines[3] == "" and len(lines) == 5
+            assert lines[0].count("<b>") == lines[0].count("</b>") == 1

@@ -1,0 +1,115 @@
+"""t2t-serve's /api/document on a training run (FastAPI's TestClient): server-sent events in
+order, whose paragraphs and document equal `Translator.translate_document`'s; the JSON answer
+without streaming; bad input named; a SavedModel's backend through its guided signature. The
+page's document panel in headless Chromium is in test_web_browser.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import serve_helpers
+from fastapi.testclient import TestClient
+
+from t2t_lite.decode.translator import Translator
+from t2t_lite.run.run import Run
+from t2t_lite.serve.web.api import Limits
+from t2t_lite.serve.web.app import create_app
+from t2t_lite.serve.web.server import load_backend
+
+LIMITS = Limits(max_sentences=4, max_characters=100, max_concurrent=1, max_beam_size=6)
+DOCUMENT = "# we saw <b>the box</b>\n\nthe red door. we took <i>a</i> box here.\n- the {name}\n"
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """No reseeding: it would drop the module's SentencePiece resources (serve_helpers)."""
+    yield
+
+
+@pytest.fixture(scope="module")
+def output_dir(tmp_path_factory):
+    return serve_helpers.text_run(tmp_path_factory.mktemp("web_document"))
+
+
+@pytest.fixture(scope="module")
+def client(output_dir):
+    with TestClient(create_app(load_backend(output_dir=output_dir), LIMITS)) as client:
+        yield client
+
+
+def server_events(text: str) -> list[tuple[str, dict]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.split("\n"))
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+def test_a_document_streams_sentence_by_sentence(client, output_dir):
+    answer = client.post("/api/document", json={"text": DOCUMENT, "beam_size": 2})
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    events = server_events(answer.text)
+    names = [name for name, _ in events]
+    assert names[0] == "start" and names[-1] == "done"
+    start = events[0][1]
+    assert start["paragraphs"] == [
+        "we saw <b>the box</b>",
+        "the red door. we took <i>a</i> box here.",
+        "the {name}",
+    ]
+    sentences = [data for name, data in events if name == "sentence"]
+    assert [s["index"] for s in sentences] == list(range(start["sentences"])) == [0, 1, 2, 3]
+    assert [s["source"] for s in sentences] == [
+        "we saw the box", "the red door.", "we took a box here.", "the",
+    ]  # fmt: skip
+    translator = Translator.from_run(output_dir, beam_size=2)
+    assert [s["translation"] for s in sentences] == translator.translate(
+        [s["source"] for s in sentences]
+    )
+    expected = translator.translate_document(DOCUMENT)
+    assert events[-1][1]["document"] == expected
+    paragraphs = {data["paragraph"]: data["text"] for name, data in events if name == "paragraph"}
+    assert expected == f"# {paragraphs[0]}\n\n{paragraphs[1]}\n- {paragraphs[2]}\n"
+    assert "<b>" in paragraphs[0] and "</b>" in paragraphs[0] and "{name}" in paragraphs[2]
+
+
+def test_without_streaming_the_answer_is_the_document(client, output_dir):
+    answer = client.post("/api/document", json={"text": DOCUMENT, "stream": False})
+    assert answer.status_code == 200
+    translator = Translator.from_run(Run.restore(output_dir))
+    assert answer.json()["document"] == translator.translate_document(DOCUMENT)
+
+
+@pytest.mark.parametrize(
+    "body, status, field",
+    [
+        ({"text": " \n "}, 422, "text"),
+        ({"text": "x" * 401}, 413, "text"),
+        ({"text": "a b", "nbest": 2, "beam_size": 2}, 422, "nbest"),
+        ({"text": "a b", "stream": "yes"}, 422, "stream"),
+    ],
+)
+def test_bad_documents_are_named(client, body, status, field):
+    answer = client.post("/api/document", json=body)
+    assert answer.status_code == status, answer.text
+    assert answer.json()["field"] == field
+
+
+@pytest.mark.slow  # an export: about 40 s
+def test_a_savedmodel_translates_a_document_as_its_run(output_dir, tmp_path):
+    """Through the export's guided signature: the same translations and alignments, so the
+    same document, in t2t-serve and from Python."""
+    from t2t_lite.serve import export
+
+    run = Run.restore(output_dir, search={"beam_size": 2})
+    export.export_run(run, str(tmp_path / "export"), version=1)
+    backend = load_backend(export_dir=str(tmp_path / "export"))
+    with TestClient(create_app(backend, LIMITS)) as client:
+        answer = client.post("/api/document", json={"text": DOCUMENT, "stream": False})
+    assert answer.status_code == 200, answer.text
+    expected = Translator.from_run(output_dir, beam_size=2).translate_document(DOCUMENT)
+    assert answer.json()["document"] == expected
+    exported = Translator.from_run(str(tmp_path / "export"))  # the Python API over an export
+    assert exported.translate_document(DOCUMENT) == expected
