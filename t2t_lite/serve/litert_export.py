@@ -2,15 +2,15 @@
 
 `t2t-export --format=litert` traces `transformer_step.sample_ids` at temperature 0 (greedy
 search; the same hypotheses as t2t-decode's beam search at beam 1 without a length penalty) for
-inputs of one fixed shape, [batch_size, input_length] int32, and converts it with
+inputs [batch_size, length] int32, the batch fixed and the length free, and converts it with
 `tf.lite.TFLiteConverter` to LiteRT's builtin ops only: the search's `tf.while_loop` becomes a
-WHILE op over the model's fixed-length decoding cache (`fixed_shapes`, written in place), and
-the model file needs no TensorFlow ops (no Flex delegate), so the `ai-edge-litert` interpreter
-runs it on its own. Its one signature, "serving_default", takes "inputs" [batch_size,
-input_length] (zero-padded source ids, each ending in EOS) and gives "ids" [batch_size,
-output_length] (EOS included, zeros after it). output_length = min(input_length +
-extra_length, max_positions); each sentence stops at its own input length + extra_length, as in
-t2t-decode.
+WHILE op over a decoding cache as long as the call's outputs can be (`fixed_shapes`, written in
+place), and the model file needs no TensorFlow ops (no Flex delegate), so the `ai-edge-litert`
+interpreter runs it on its own. Its one signature, "serving_default", takes "inputs"
+[batch_size, length] (zero-padded source ids, each ending in EOS; length up to input_length,
+t2t-export's --max_input_length) and gives "ids" [batch_size, min(length + extra_length,
+max_positions)] (EOS included, zeros after it); each sentence stops at its own input length +
+extra_length, as in t2t-decode.
 
 The tokenizer stays outside: its SentencePiece op is not a LiteRT builtin. The vocabulary file
 is copied beside the model, and `t2t_lite.serve.litert_runner` (no TensorFlow) reads both.
@@ -96,12 +96,13 @@ def output_length(model: Transformer, input_length: int, extra_length: int) -> i
 
 
 def greedy_function(
-    model: Transformer, batch_size: int, input_length: int, extra_length: int
+    model: Transformer, batch_size: int, extra_length: int
 ) -> tf.types.experimental.ConcreteFunction:
-    """Greedy search as a concrete function of inputs [batch_size, input_length] int32 -->
-    {"ids": [batch_size, output_length] int32}, with every shape fixed."""
+    """Greedy search as a concrete function of inputs [batch_size, length] int32 -->
+    {"ids": [batch_size, output_length(length)] int32}: the batch fixed, the length free, so
+    that a call computes the positions of its longest sentence only."""
 
-    @tf.function(input_signature=[tf.TensorSpec([batch_size, input_length], tf.int32)])
+    @tf.function(input_signature=[tf.TensorSpec([batch_size, None], tf.int32)])
     def greedy(inputs):
         found = transformer_step.sample_ids(
             model, inputs, temperature=0.0, extra_length=extra_length, fixed_shapes=True
@@ -142,8 +143,8 @@ def export_run(
 ) -> tuple[str, dict[str, Any]]:
     """Converts a restored run to `export_dir/<version>` (model.tflite, the run's SentencePiece
     model, t2t_export.json and README.md), written whole or not at all (`write_version`).
-    Greedy search over inputs [batch_size, run.search's input limit]. Returns the folder and
-    the facts stored."""
+    Greedy search over inputs [batch_size, up to run.search's input limit]. Returns the folder
+    and the facts stored."""
     check_quantization(quantization)
     if batch_size < 1:
         raise ValueError(f"--litert_batch_size must be at least 1, got {batch_size}")
@@ -169,7 +170,7 @@ def export_run(
     # The search it holds: beam search at beam 1 without a length penalty finds the same.
     info["settings"] = {**info["settings"], "beam_size": 1, "alpha": 0.0, "nbest": 1}
     start = time.monotonic()
-    flatbuffer = convert(greedy_function(model, batch_size, input_length, extra), quantization)
+    flatbuffer = convert(greedy_function(model, batch_size, extra), quantization)
 
     def write(folder: str) -> None:
         with open(os.path.join(folder, MODEL_FILE), "wb") as f:
@@ -196,9 +197,10 @@ def usage(info: dict[str, Any]) -> str:
         f"{info['hparams_set']}), greedy search, weights {info['quantization']}. Converted by "
         "t2t-export --format=litert (docs/deploy.md in t2t_lite).\n\n"
         f'{MODEL_FILE}: signature {SIGNATURE!r}, input "inputs" int32 '
-        f"[{info['batch_size']}, {info['input_length']}] (SentencePiece ids of "
+        f"[{info['batch_size']}, length <= {info['input_length']}] (SentencePiece ids of "
         f'{info["vocabulary"]}, then EOS = 1, then zeros), output "ids" int32 '
-        f"[{info['batch_size']}, {info['output_length']}] (EOS = 1 ends each, zeros after).\n\n"
+        f"[{info['batch_size']}, up to {info['output_length']}] (EOS = 1 ends each, zeros "
+        "after).\n\n"
         "```python\nfrom t2t_lite.serve.litert_runner import LiteRTTranslator\n\n"
         'translator = LiteRTTranslator(".")  # this folder; needs ai-edge-litert, not TensorFlow\n'
         'print(translator.translate(["Click the OK button to close the dialog."]))\n```\n'

@@ -9,8 +9,9 @@ or `python -m t2t_lite.serve.litert_runner FOLDER < input.txt > output.txt`.
 This module imports NumPy, sentencepiece and `ai_edge_litert` only (and nothing of t2t_lite
 that loads TensorFlow), so that a device with the `litert` extra translates. Lines are
 tokenized as t2t-decode tokenizes them (stripped, SentencePiece ids, EOS appended, longer inputs
-truncated to the model's input length with a warning), padded into batches of the model's fixed
-shape, and the ids it returns are cut at EOS and decoded.
+truncated to the model's input length with a warning), sorted by length and padded into
+batches of the model's batch size as wide as their longest line, and the ids it returns are
+cut at EOS and decoded.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ class LiteRTTranslator:
         outputs: list[list[int]] = []
         for start in range(0, len(sources), self.batch_size):
             chunk = sources[start : start + self.batch_size]
-            inputs = np.zeros([self.batch_size, self.input_length], np.int32)
+            width = max(len(ids) for ids in chunk)  # the model computes this many positions
+            inputs = np.zeros([self.batch_size, min(max(width, 1), self.input_length)], np.int32)
             for row, ids in enumerate(chunk):
                 if not 1 <= len(ids) <= self.input_length:
                     raise ValueError(
@@ -111,7 +113,8 @@ class LiteRTTranslator:
     def translate(self, lines: Sequence[str]) -> list[str]:
         """A translation per line, in order; "" for an empty line."""
         encoded = self.encode(lines)
-        filled = [i for i, ids in enumerate(encoded) if ids]
+        # by length, so that a batch pads to little more than its sentences
+        filled = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: len(encoded[i]))
         found = self.search_ids([encoded[i] for i in filled])
         texts = [""] * len(lines)
         for i, ids in zip(filled, found, strict=True):

@@ -96,6 +96,8 @@ def test_greedy_ids_equal_t2t_decode(trained):
     assert run.search.beam_size == 1 and run.search.alpha == 0.0
     lines = _sentences(40, seed=9) + ["the big red dog runs over the small blue mat " * 3]
     translator = LiteRTTranslator(trained["float"])
+    (inputs,) = translator.interpreter.get_input_details()  # the batch fixed, the length free
+    assert inputs["shape_signature"].tolist() == [4, -1]
     sources = translator.encode(lines)
     assert len(sources[-1]) == INPUT_LENGTH  # the long line, truncated as t2t-decode does
     assert sources[:-1] == [run.tokenizer.encode_py(line) + [1] for line in lines[:-1]]

@@ -186,7 +186,7 @@ class MultiHeadAttention(keras.layers.Layer):
         # The softmax runs in float32 so that mixed precision cannot overflow the mask value.
         scores = tf.cast(scores, tf.float32)
         if mask is not None:
-            scores = tf.where(mask[:, None, :, :], scores, -1e9)  # mask: [batch, q, key]
+            scores = tf.where(tf.expand_dims(mask, 1), scores, -1e9)  # mask: [batch, q, key]
         weights = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
         return self.dropout(weights, training=training)
 
