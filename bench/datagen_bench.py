@@ -30,7 +30,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
 import re
 import resource
 import shutil
@@ -43,6 +42,7 @@ import time
 import numpy as np
 import psutil
 from absl import app, flags
+from machine import cpu_name  # bench/machine.py, beside this script
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("pairs", 200_000, "Synthetic training pairs.")
@@ -64,18 +64,6 @@ ZIPF_EXPONENT = 1.0
 BLOCK = 50_000  # pairs generated at a time, so the generator's memory stays small
 # Words per source sentence: log-normal, mean exp(MU + SIGMA^2 / 2) = 24.
 LENGTH_MU, LENGTH_SIGMA, MAX_WORDS = 3.0, 0.55, 250
-
-
-def cpu_name() -> str:
-    """`lscpu`'s model name ("AMD EPYC"), else /proc/cpuinfo's, else platform's."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        found = re.search(r"^Model name:\s*(.+)$", out, re.M)
-        if found:
-            return found.group(1).strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return platform.processor() or "unknown cpu"
 
 
 def _word_list(rng: np.random.Generator) -> np.ndarray:

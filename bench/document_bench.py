@@ -23,9 +23,9 @@ import html
 import html.parser
 import json
 import os
-import platform
 import re
-import subprocess
+
+from machine import cpu_name  # bench/machine.py, beside this script
 
 from t2t_lite.problems.lohelp import _ID, _VOID, ENGLISH, _pages, keep_pair, split_of
 
@@ -116,14 +116,6 @@ class _Tags(html.parser.HTMLParser):
 
     def handle_data(self, data):
         self.text.append(data)
-
-
-def cpu_name() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        return re.search(r"Model name:\s*(.+)", out).group(1).strip()
-    except (OSError, AttributeError):
-        return platform.processor() or "unknown"
 
 
 def main() -> None:

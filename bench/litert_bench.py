@@ -26,6 +26,7 @@ import tempfile
 import time
 
 from absl import app, flags
+from machine import cpu_name  # bench/machine.py, beside this script
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", None, "A trained run (SentencePiece vocabulary).", required=True)
@@ -42,8 +43,6 @@ flags.DEFINE_string(
 
 def machine(load_before: tuple[float, ...]) -> dict[str, str]:
     """The CPU as lscpu names it, the CPUs, the load averages (before, now) and the commit."""
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    names = [line.split(":", 1)[1].strip() for line in lscpu.splitlines() if "Model name" in line]
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
@@ -52,7 +51,7 @@ def machine(load_before: tuple[float, ...]) -> dict[str, str]:
     )
     load += " after"
     return {
-        "cpu": names[0] if names else "?",
+        "cpu": cpu_name(),
         "cpus": str(os.cpu_count()),
         "load": load,
         "commit": commit or "?",

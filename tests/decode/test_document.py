@@ -5,6 +5,7 @@ sentence on its own."""
 
 from __future__ import annotations
 
+import dataclasses
 import html.parser
 import logging
 
@@ -126,7 +127,7 @@ def test_long_sentences_reach_the_model_in_parts_and_no_word_is_lost():
     seen = []
     engine = reverse_engine(token_counts=lambda ts: [len(t.split()) + 1 for t in ts], max_tokens=4)
     inner = engine.translate
-    engine = Engine(lambda ss: seen.extend(ss) or inner(ss), *list(vars(engine).values())[1:])
+    engine = dataclasses.replace(engine, translate=lambda ss: seen.extend(ss) or inner(ss))
     translate_document("a b, c d e; f g h i.\n", engine)
     assert all(len(s.split()) + 1 <= 4 for s in seen)
     assert " ".join(seen).split() == "a b, c d e; f g h i.".split()
