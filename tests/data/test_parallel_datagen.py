@@ -57,6 +57,7 @@ def reference(tmp_path_factory):
 def test_workers_write_what_one_process_writes(reference, tmp_path, caplog):
     options, one = reference
     caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="absl")  # whatever verbosity earlier tests left
     metadata = _generate(tmp_path / "two", options, "2")
     assert "train: 2 processes write the shards" in caplog.text
     assert "120/120 pairs, ETA 0:00:00" in caplog.text  # text2text knows its size
