@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow lint demo demo-parse install clean bench bench-envs
+.PHONY: test test-slow lint demo demo-student demo-parse install clean bench bench-envs
 
 install: $(STAMP)
 
@@ -48,6 +48,11 @@ clean:
 # The whole path on the real offline corpus (see docs/demo.md); resumable.
 demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) scripts/demo.py $(DEMO_ARGS)
+
+# make demo's teacher distilled into a 6 + 1-layer student, trained on the teacher's translations
+# and compared with it (docs/demo.md); resumable. STUDENT_ARGS="--work_dir=..." passes options.
+demo-student: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) scripts/demo_student.py $(STUDENT_ARGS)
 
 # Benchmarks against the peers (bench/README in bench/run_bench.py). Each peer gets its own
 # virtual environment in .bench/, created when missing, since their TensorFlow versions differ.

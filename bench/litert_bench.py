@@ -21,12 +21,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 
 from absl import app, flags
-from machine import cpu_name  # bench/machine.py, beside this script
+from machine import machine  # bench/machine.py, beside this script
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", None, "A trained run (SentencePiece vocabulary).", required=True)
@@ -39,24 +38,6 @@ flags.DEFINE_integer("threads", os.cpu_count(), "LiteRT's threads.")
 flags.DEFINE_string(
     "record", None, "Where the JSON (and a .md of the table) go; default bench/results/."
 )
-
-
-def machine(load_before: tuple[float, ...]) -> dict[str, str]:
-    """The CPU as lscpu names it, the CPUs, the load averages (before, now) and the commit."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    load = " before, ".join(
-        ", ".join(f"{x:.2f}" for x in v) for v in (load_before, os.getloadavg())
-    )
-    load += " after"
-    return {
-        "cpu": cpu_name(),
-        "cpus": str(os.cpu_count()),
-        "load": load,
-        "commit": commit or "?",
-        "date": time.strftime("%Y-%m-%d"),
-    }
 
 
 def per_sentence(translate, lines: list[str], repeats: int) -> float:

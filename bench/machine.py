@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import platform
 import re
 import subprocess
+import time
 
 
 def cpu_name() -> str:
@@ -17,3 +20,31 @@ def cpu_name() -> str:
     except (OSError, subprocess.SubprocessError):
         pass
     return platform.processor() or "unknown cpu"
+
+
+def machine(load_before: tuple[float, ...]) -> dict[str, str]:
+    """The CPU as lscpu names it, the CPUs, the load averages (before, now) and the commit."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    load = " before, ".join(
+        ", ".join(f"{x:.2f}" for x in v) for v in (load_before, os.getloadavg())
+    )
+    load += " after"
+    return {
+        "cpu": cpu_name(),
+        "cpus": str(os.cpu_count()),
+        "load": load,
+        "commit": commit or "?",
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+def write_record(record: str | None, name: str, about: dict, data: dict, text: str) -> None:
+    """The JSON record ({"machine": about, **data}) and the markdown `text` of a benchmark, to
+    `record`.json and .md, by default bench/results/DATE_NAME."""
+    record = record or os.path.join(os.path.dirname(__file__), "results", f"{about['date']}_{name}")
+    with open(record + ".json", "w", encoding="utf-8") as f:
+        json.dump({"machine": about, **data}, f, indent=1)
+    with open(record + ".md", "w", encoding="utf-8") as f:
+        f.write(text)

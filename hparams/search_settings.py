@@ -13,6 +13,10 @@ from typing import Any
 
 # What `--quantize` takes (t2t_lite.model.quantize): "none" keeps the checkpoint's float weights.
 QUANTIZE_MODES = ("none", "int8")
+# What a vocabulary shortlist's stored table keeps (t2t_lite.decode.shortlist); `--shortlist`
+# takes at most these many frequent ids and translations per source id.
+KEEP_FREQUENT = 2000
+KEEP_PER_SOURCE = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +37,10 @@ class SearchSettings:
       the top_k most likely tokens (0: all) and the nucleus of mass top_p; temperature 0 is
       greedy search. The same seed gives the same samples for the same batch. An export's
       `sample` signature uses temperature, top_k and top_p, with the seed as its input.
+    shortlist: (frequent, per_source) of a vocabulary shortlist (`t2t-decode
+      --shortlist=100,50`, t2t_lite.decode.shortlist): each batch searched over the reserved
+      ids, the `frequent` most frequent target ids and the `per_source` best translations of
+      each of its source ids; (0, 0) searches the whole vocabulary.
     """
 
     beam_size: int = 4
@@ -46,6 +54,14 @@ class SearchSettings:
     top_k: int = 0
     top_p: float = 1.0
     seed: int = 0
+    shortlist: tuple[int, int] = (0, 0)
+
+    def __post_init__(self):  # a JSON list (an export's settings) read back stays hashable
+        object.__setattr__(self, "shortlist", tuple(self.shortlist))
+
+    @property
+    def shortlisted(self) -> bool:
+        return self.shortlist != (0, 0)
 
     def override(self, **given: Any) -> SearchSettings:
         """These settings with the given values that are not None; unknown names are an error
@@ -67,6 +83,17 @@ class SearchSettings:
         if self.extra_length < 0:
             raise ValueError(f"--extra_length must be >= 0, got {self.extra_length}")
         self._check_sampling()
+        frequent, per_source = self.shortlist
+        if not (0 <= frequent <= KEEP_FREQUENT and 0 <= per_source <= KEEP_PER_SOURCE):
+            raise ValueError(
+                f"--shortlist takes at most {KEEP_FREQUENT} frequent ids and {KEEP_PER_SOURCE} "
+                f"per source id, got {frequent},{per_source}"
+            )
+        if self.shortlisted and self.constrained:
+            raise ValueError(
+                "--shortlist with --constrained: a constrained search needs the whole "
+                "vocabulary; pass --noconstrained or drop --shortlist"
+            )
         # Positions past max_positions have no encoding: a graph would fail at serving time.
         limit = max_positions or self.max_input_length
         if self.max_input_length < 0 or self.max_input_length > limit:
@@ -110,3 +137,16 @@ def parse_sampling(text: str) -> dict[str, Any]:
         except ValueError:
             raise ValueError(f"--sampling: {key.strip()} must be a number, got {value!r}") from None
     return values
+
+
+def parse_shortlist(text: str) -> tuple[int, int]:
+    """`--shortlist=FREQUENT,PER_SOURCE` such as `100,50` --> (100, 50); "0,0" or "" is none.
+    Names the bad part."""
+    if not text.strip():
+        return (0, 0)
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(
+            f"--shortlist takes FREQUENT,PER_SOURCE, two counts such as 100,50; got {text!r}"
+        )
+    return int(parts[0]), int(parts[1])

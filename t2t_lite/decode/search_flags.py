@@ -11,14 +11,14 @@ from typing import Any
 
 from absl import flags
 
-from t2t_lite.hparams.search_settings import QUANTIZE_MODES, parse_sampling
+from t2t_lite.hparams.search_settings import QUANTIZE_MODES, parse_sampling, parse_shortlist
 
 SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained")
 
 
 def define_search_flags() -> None:
-    """Defines --beam_size, --alpha, --extra_length, --constrained (default: the problem's) and
-    --sampling."""
+    """Defines --beam_size, --alpha, --extra_length, --constrained (default: the problem's),
+    --sampling and --shortlist."""
     flags.DEFINE_integer("beam_size", None, "Beam width (default: the problem's).", lower_bound=1)
     flags.DEFINE_float(
         "alpha", None, "Length-penalty exponent (default: the problem's).", lower_bound=0.0
@@ -41,6 +41,13 @@ def define_search_flags() -> None:
         "Sample instead of beam search: comma-separated name:value of temperature (default 1; "
         "0 is greedy), top_k (0: all), top_p (1: all) and seed, e.g. temperature:0.8,top_k:40.",
     )
+    flags.DEFINE_string(
+        "shortlist",
+        None,
+        "FREQUENT,PER_SOURCE, e.g. 100,50: search each batch over the most frequent target "
+        "tokens and the best translations of its source tokens (a table built once from the "
+        "training data) instead of the whole vocabulary; faster output layer (docs/decoding.md).",
+    )
 
 
 def search_overrides(values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
@@ -48,6 +55,8 @@ def search_overrides(values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
     overrides = {name: values[name].value for name in SEARCH_FLAGS}
     if values["sampling"].value is not None:
         overrides.update(parse_sampling(values["sampling"].value))
+    if values["shortlist"].value is not None:
+        overrides["shortlist"] = parse_shortlist(values["shortlist"].value)
     return overrides
 
 

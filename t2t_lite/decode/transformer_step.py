@@ -15,6 +15,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.decode.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
 from t2t_lite.decode.search import (
     SearchResult,
@@ -35,6 +36,7 @@ def model_step_fn(
     max_length: int | tf.Tensor,
     use_cache: bool = True,
     fixed_shapes: bool | str = False,
+    columns: tf.Tensor | None = None,
 ) -> tuple[StepFn, Any]:
     """A step function and its initial cache that decode `inputs` [batch, source] with a
     `Transformer` for up to `max_length` positions.
@@ -45,28 +47,35 @@ def model_step_fn(
     searches that never reorder rows; `MultiHeadAttention.empty_cache`). use_cache=False
     recomputes the whole prefix with `model.decode` at every step; it is the slow reference that
     the cached path is tested and benchmarked against.
+
+    `columns` [n] (a vocabulary shortlist's ids, ascending, the reserved ones first): the step
+    takes and returns positions in that list, logits [rows, n] computed for those ids alone.
     """
+    to_vocab = (lambda ids: ids) if columns is None else (lambda ids: tf.gather(columns, ids))
     memory, memory_mask = model.encode(inputs)
     if use_cache:
         # The encoder's keys and values stay outside the search state: one copy per sentence,
         # never tiled to the beams nor reordered with them.
         state = model.project_memory(memory, memory_mask)
         weights = compute_dtype_weights(model)
+        with weights:  # the pre-softmax matrix, transposed (and cut to `columns`) once
+            kernel = model.output_kernel(columns)
 
         def cached_step(ids, index, cache):
             with weights:
-                return model.decode_step(ids, index, cache, state)
+                return model.decode_step(to_vocab(ids), index, cache, state, columns, kernel)
 
         return cached_step, model.init_cache(tf.shape(inputs)[0], max_length, fixed_shapes)
 
     def recompute_step(ids, index, cache):
         # fed: [batch, max_length + 1], the ids fed so far; the extra column stays zero.
-        fed = write_column(cache["fed"], index, ids)
+        fed = write_column(cache["fed"], index, to_vocab(ids))
         # decode() shifts its targets right behind the start id 0, so fed[:, 1 : index + 2]
         # becomes the decoder input fed[:, : index + 1] (fed[:, 0] is the start id 0).
         logits = model.decode(fed[:, 1 : index + 2], cache["memory"], cache["memory_mask"])
         # logits: [batch, index + 1, vocab] --> the last position's [batch, vocab]
-        return logits[:, -1], {**cache, "fed": fed}
+        last = logits[:, -1] if columns is None else tf.gather(logits[:, -1], columns, axis=1)
+        return last, {**cache, "fed": fed}
 
     batch = tf.shape(inputs)[0]
     fed = tf.zeros([batch, tf.cast(max_length, tf.int32) + 1], tf.int32)
@@ -144,6 +153,7 @@ def translate_ids(
     prefix: tf.Tensor | None = None,
     terms: tf.Tensor | None = None,
     continuations: Any = None,
+    shortlist: Shortlist | None = None,
 ) -> SearchResult:
     """Beam search with a `Transformer` on zero-padded source ids [batch, source] (each ending
     in EOS); each output is at most its input length + `extra_length` long. With a
@@ -153,7 +163,8 @@ def translate_ids(
     state of source width + `extra_length` positions. It finds the same hypotheses.
     `prefix` [batch, P] forces each output's first tokens (`PrefixConstraint`); `terms` [batch,
     C, T] are target phrases each output must contain (`t2t_lite.decode.terminology`), none
-    of `continuations` ([vocab] bool) right after one.
+    of `continuations` ([vocab] bool) right after one. `shortlist`: each batch searched over
+    the target ids of its `Shortlist.columns` (not with a constraint, prefix or terms).
 
     Returns:
       SearchResult with ids [batch, nbest, length] and scores [batch, nbest], best first.
@@ -161,12 +172,13 @@ def translate_ids(
     inputs = tf.convert_to_tensor(inputs, tf.int32)
     max_lengths, buffer = _search_length(model, inputs, extra_length, fixed_shapes)
     step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
-    step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes)
     constraint, banks = guided(constraint, prefix, terms, continuations)
+    columns = _columns(shortlist, inputs, constraint)
+    step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes, columns)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
     batch = tf.shape(inputs)[0]
-    return beam_search(
+    found = beam_search(
         step_fn,
         cache,
         batch,
@@ -177,6 +189,28 @@ def translate_ids(
         buffer_length=buffer,
         banks=banks,
     )
+    return _to_vocabulary(found, columns)
+
+
+def _columns(
+    shortlist: Shortlist | None, inputs: tf.Tensor, constraint: Constraint | None
+) -> tf.Tensor | None:
+    """The shortlist's target ids for this batch (None: the whole vocabulary)."""
+    if shortlist is None:
+        return None
+    if constraint is not None:
+        raise ValueError(
+            "a vocabulary shortlist searches without constraints, prefixes or terms: they may "
+            "need tokens outside it"
+        )
+    return shortlist.columns(inputs)
+
+
+def _to_vocabulary(found: SearchResult, columns: tf.Tensor | None) -> SearchResult:
+    """A shortlisted search's ids (positions in `columns`) as vocabulary ids."""
+    if columns is None:
+        return found
+    return found._replace(ids=tf.gather(columns, found.ids))
 
 
 def guided(
@@ -211,20 +245,22 @@ def sample_ids(
     constraint: Constraint | None = None,
     fixed_shapes: bool = False,
     prefix: tf.Tensor | None = None,
+    shortlist: Shortlist | None = None,
 ) -> SearchResult:
     """Greedy decoding (temperature 0) or sampling with a `Transformer`; see `sample_search`
-    (and `translate_ids` for `constraint`, `fixed_shapes` and `prefix`). Terminology
-    constraints need beam search."""
+    (and `translate_ids` for `constraint`, `fixed_shapes`, `prefix` and `shortlist`).
+    Terminology constraints need beam search."""
     inputs = tf.convert_to_tensor(inputs, tf.int32)
     max_lengths, buffer = _search_length(model, inputs, extra_length, fixed_shapes)
     step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
     # Rows are never reordered here, so a fixed cache is written in place.
     fixed = "in_place" if fixed_shapes else False
-    step_fn, cache = model_step_fn(model, inputs, step_length, fixed_shapes=fixed)
     constraint, _ = guided(constraint, prefix, None)
+    columns = _columns(shortlist, inputs, constraint)
+    step_fn, cache = model_step_fn(model, inputs, step_length, fixed_shapes=fixed, columns=columns)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
-    return sample_search(
+    found = sample_search(
         step_fn,
         cache,
         tf.shape(inputs)[0],
@@ -235,6 +271,7 @@ def sample_ids(
         seed=seed,
         buffer_length=buffer,
     )
+    return _to_vocabulary(found, columns)
 
 
 def score_ids(model, inputs: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
@@ -253,17 +290,21 @@ def search_function(
     fixed_shapes: bool = False,
     guided: bool = False,
     continuations: Callable[[], Any] | None = None,
+    shortlist: Shortlist | None = None,
 ) -> Callable[..., SearchResult]:
     """The search `settings` ask for, as a function of source ids [batch, source]: beam search
     (`translate_ids`), or sampling (`sample_ids`) when `settings.sampling`. `fixed_shapes`: a
     search that XLA compiles (`translate_ids`). `guided`: a function of (source ids, prefix
     [batch, P], terms [batch, C, T]) instead (target prefixes and terminology constraints;
     sampling takes the prefix only), with `continuations()` ([vocab] bool, asked for when the
-    search is traced) as `translate_ids` takes them."""
+    search is traced) as `translate_ids` takes them. `shortlist`: the plain search runs over
+    its ids (`translate_ids`); a guided one over the whole vocabulary, which the prefixes and
+    terms may need."""
     shared = {
         "extra_length": settings.extra_length,
         "constraint": constraint,
         "fixed_shapes": fixed_shapes,
+        "shortlist": None if guided else shortlist,
     }
     if settings.sampling:
         sampling = {k: getattr(settings, k) for k in ("temperature", "top_k", "top_p", "seed")}

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.decode.batches import bucket_rows, bucket_width, pad_batch, token_batches
 from t2t_lite.decode.confidence import Calibration
 from t2t_lite.decode.details import Details, describe, forced_pass
@@ -62,6 +63,7 @@ class Translator:
         jit_compile: bool = False,
         calibration: Calibration | None = None,
         source_language: str = "en",
+        shortlist: Shortlist | None = None,
     ):
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
@@ -86,9 +88,16 @@ class Translator:
                 "a oneDNN op that XLA cannot compile; drop one of the two flags (the int8 "
                 "weights of a bfloat16 model compile)"
             )
+        if jit_compile and shortlist is not None:
+            raise ValueError(
+                "--jit_compile with --shortlist: a shortlist's size changes from batch to "
+                "batch, which XLA cannot compile; drop one of the two flags"
+            )
         self.jit_compile = jit_compile
         spec = tf.TensorSpec([None, None], tf.int32)
-        search = search_function(model, settings, constraint, fixed_shapes=jit_compile)
+        search = search_function(
+            model, settings, constraint, fixed_shapes=jit_compile, shortlist=shortlist
+        )
         search = split_rows(strategy, search)
         self._search = tf.function(search, input_signature=[spec], jit_compile=jit_compile)
         self._guided = None  # the search with prefixes and terms (`_guided_search`), made on use
@@ -139,6 +148,7 @@ class Translator:
             jit_compile,
             Calibration.load(run.output_dir),
             getattr(run.problem, "source_language", "") or "en",
+            run.shortlist,
         )
 
     def translate_document(self, text: str, language: str | None = None) -> str:

@@ -101,15 +101,28 @@ class Ensemble:
         return tuple(m.init_cache(batch, max_length, fixed) for m in self.models)
 
     def decode_step(
-        self, ids: tf.Tensor, index: tf.Tensor, cache: tuple, memory_state: tuple
+        self,
+        ids: tf.Tensor,
+        index: tf.Tensor,
+        cache: tuple,
+        memory_state: tuple,
+        columns: tf.Tensor | None = None,
+        kernel: tuple | None = None,
     ) -> tuple[tf.Tensor, tuple]:
         """Previous ids [rows] at position `index` --> log-probs [rows, vocab] of the next
-        token under the ensemble, and the members' updated caches."""
+        token under the ensemble (or [rows, n] over a shortlist's `columns`, each member's
+        distribution normalized over them), and the members' updated caches. `kernel`: the
+        members' `output_kernel`s."""
+        kernels = kernel or (None,) * len(self.models)
         steps = [
-            m.decode_step(ids, index, c, s)
-            for m, c, s in zip(self.models, cache, memory_state, strict=True)
+            m.decode_step(ids, index, c, s, columns, k)
+            for m, c, s, k in zip(self.models, cache, memory_state, kernels, strict=True)
         ]
         return self.average([logits for logits, _ in steps]), tuple(c for _, c in steps)
+
+    def output_kernel(self, columns: tf.Tensor | None = None) -> tuple:
+        """Each member's `output_kernel`."""
+        return tuple(m.output_kernel(columns) for m in self.models)
 
     def decode(
         self,

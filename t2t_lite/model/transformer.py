@@ -146,8 +146,17 @@ class Transformer(keras.Model):
         x = self.positions(embedding(ids), start_index=start_index)
         return self.embedding_dropout(x, training=training)
 
-    def _logits(self, x: tf.Tensor) -> tf.Tensor:
-        return self._target_embedding.logits(x, self.output_vocab_size or None)
+    def _logits(
+        self, x: tf.Tensor, columns: tf.Tensor | None = None, kernel: tf.Tensor | None = None
+    ) -> tf.Tensor:
+        limit = self.output_vocab_size or None
+        return self._target_embedding.logits(x, limit, columns, kernel)
+
+    def output_kernel(self, columns: tf.Tensor | None = None) -> tf.Tensor | None:
+        """The pre-softmax matrix [d_model, vocab] (or [d_model, n] for a shortlist's
+        `columns`) that `decode_step` multiplies by, made once per search
+        (`SharedEmbedding.output_kernel`); None for int8 weights."""
+        return self._target_embedding.output_kernel(self.output_vocab_size or None, columns)
 
     def encode(self, inputs: tf.Tensor, training=None) -> tuple[tf.Tensor, tf.Tensor]:
         """[batch, source] ids --> memory [batch, source, d_model] and its padding mask."""
@@ -219,9 +228,13 @@ class Transformer(keras.Model):
         index: tf.Tensor,
         cache: dict[str, Any],
         memory_state: dict[str, Any],
+        columns: tf.Tensor | None = None,
+        kernel: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, dict[str, Any]]:
         """One decoder position: previous ids [rows] at position `index` --> logits [rows,
-        vocab] (float32) for position `index`, and the updated cache.
+        vocab] (float32) for position `index`, and the updated cache. With `columns` [n] (a
+        vocabulary shortlist), the logits of those ids only: [rows, n]. `kernel`: the
+        `output_kernel` of the same columns, made once per search.
 
         `memory_state` (`project_memory`) covers b sentences and `cache` (`init_cache`) rows =
         b * g of them: g consecutive rows (the beams of a search) per sentence share its memory,
@@ -234,7 +247,7 @@ class Transformer(keras.Model):
             for i, own in enumerate(cache["layers"])
         ]
         x, layers = self.decoder(x, None, None, cross_mask, cache=layers, decode_index=index)
-        logits = tf.cast(self._logits(x)[:, 0], tf.float32)
+        logits = tf.cast(self._logits(x, columns, kernel)[:, 0], tf.float32)
         return logits, {"layers": layers}
 
     def get_config(self):

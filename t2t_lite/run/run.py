@@ -19,6 +19,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import Tokenizer
+from t2t_lite.data.shortlist import Shortlist, load_or_build
 from t2t_lite.hparams import HParams, SearchSettings
 from t2t_lite.model import Transformer, ensemble, lora
 from t2t_lite.model.layers import int8_product
@@ -207,6 +208,21 @@ class Run:
         if not self.search.constrained:
             return None
         return self.problem.decode_constraint(self.data_dir, self.tokenizer)
+
+    @functools.cached_property
+    def shortlist(self) -> Shortlist | None:
+        """The vocabulary shortlist `search.shortlist` sizes (t2t_lite.data.shortlist), its
+        table read from the data directory, or built there from the training split the first
+        time; None when the search takes the whole vocabulary."""
+        if not self.search.shortlisted:
+            return None
+        table = load_or_build(
+            self.data_dir,
+            self.problem.split_files(self.data_dir, "train"),
+            self.tokenizer.path,
+            self.info.vocab_size,
+        )
+        return table.sized(*self.search.shortlist)
 
     def describe(self) -> dict[str, Any]:
         """JSON-able facts: run, checkpoint, problem, hparams set, data_dir and settings."""

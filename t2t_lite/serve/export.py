@@ -49,6 +49,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite.data import Tokenizer, trim_ids
+from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.confidence import Calibration
 from t2t_lite.decode.constraint import Constraint
@@ -89,6 +90,7 @@ class ServingFunctions:
         settings: SearchSettings,
         constraint: Constraint | None = None,
         postprocess: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None,
+        shortlist: Shortlist | None = None,
     ):
         settings.check(model.max_positions)
         if tokenizer.vocab_size != model.vocab_size:
@@ -101,6 +103,7 @@ class ServingFunctions:
         self.max_input_length = settings.input_limit(model.max_positions)
         self.constraint = constraint
         self.postprocess = postprocess
+        self.shortlist = shortlist  # the text and sample signatures' (t2t_lite.data.shortlist)
         self.calibration = Calibration()  # the run's, for the guided signature's confidence
 
     @classmethod
@@ -123,7 +126,9 @@ class ServingFunctions:
             max_input_length=run.search.input_limit(run.hparams.max_positions),
         )
         postprocess = run.problem.graph_postprocess if run.problem.has_postprocess() else None
-        functions = cls(run.model, run.tokenizer, settings, run.constraint, postprocess)
+        functions = cls(
+            run.model, run.tokenizer, settings, run.constraint, postprocess, run.shortlist
+        )
         functions.calibration = Calibration.load(run.output_dir)
         return functions
 
@@ -151,7 +156,10 @@ class ServingFunctions:
         def search():
             if seed is None:
                 found = transformer_step.search_function(
-                    self.model, s.override(sampling=False, nbest=nbest), self.constraint
+                    self.model,
+                    s.override(sampling=False, nbest=nbest),
+                    self.constraint,
+                    shortlist=self.shortlist,
                 )(tf.gather(ids, rows))
             else:
                 found = transformer_step.sample_ids(
@@ -163,6 +171,7 @@ class ServingFunctions:
                     seed=seed,
                     extra_length=s.extra_length,
                     constraint=self.constraint,
+                    shortlist=self.shortlist,
                 )
             return {"scores": found.scores, **finish(found.ids, rows)}
 

@@ -25,6 +25,7 @@ HELP = {
     "t2t-train": ["--problem", "--hparams_set", "--train_steps", "--init_from", "--strategy"],
     "t2t-decode": ["--output_dir", "--decode_from_file", "--beam_size", "--sampling", "--nbest"],
     "t2t-calibrate": ["--output_dir", "--lines", "--decode_from_file", "--reference"],
+    "t2t-distill": ["--teacher", "--data_dir", "--output_data_dir", "--beam_size", "--quantize"],
     "t2t-bleu": ["--translation", "--reference"],
     "t2t-evalb": ["--gold", "--test"],
     "t2t-export": ["--output_dir", "--export_dir", "--beam_size", "--sampling", "--version"],

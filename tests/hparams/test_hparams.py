@@ -46,6 +46,28 @@ def test_table3_rows():
     assert get_hparams("transformer_base_ls02").label_smoothing == 0.2
 
 
+def test_student_sets_are_deep_encoder_shallow_decoder():
+    """The distillation students: the teacher set's width and recipe, layers moved from the
+    decoder to the encoder; each builds and runs."""
+    import numpy as np
+
+    from t2t_lite.model.transformer import Transformer
+
+    for student, teacher, layers in [
+        ("transformer_small_student", "transformer_small", (6, 1)),
+        ("transformer_base_student", "transformer_base", (12, 1)),
+    ]:
+        hparams = get_hparams(student)
+        assert (hparams.num_encoder_layers, hparams.num_decoder_layers) == layers
+        parent = get_hparams(teacher).to_dict()
+        changed = {k for k, v in hparams.to_dict().items() if v != parent[k]}
+        assert changed == {"num_encoder_layers", "num_decoder_layers"}, student
+    model = Transformer.from_hparams(get_hparams("transformer_small_student"), vocab_size=50)
+    features = {"inputs": np.array([[3, 4, 1]]), "targets": np.array([[5, 1]])}
+    assert model(features).shape == (1, 2, 50)
+    assert (len(model.encoder.blocks), len(model.decoder.blocks)) == (6, 1)
+
+
 def test_strict_overrides():
     hp = get_hparams(
         "transformer_base", "d_model=256, dropout=0.2,norm_position=pre,jit_compile=true"

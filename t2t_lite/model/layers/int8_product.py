@@ -178,13 +178,20 @@ def apply(layer: keras.layers.Layer, x: tf.Tensor) -> tf.Tensor:
     return tf.cast(y, layer.compute_dtype)
 
 
-def logits(embedding: keras.layers.Layer, x: tf.Tensor) -> tf.Tensor | None:
+def logits(
+    embedding: keras.layers.Layer, x: tf.Tensor, columns: tf.Tensor | None = None
+) -> tf.Tensor | None:
     """x [rows, d_model] times the transposed int8 embedding matrix: [rows, vocab] float32 by
-    the 8-bit product, or None where `prepare` has not readied `embedding`."""
+    the 8-bit product, or None where `prepare` has not readied `embedding`. With `columns`
+    [n] (ids of a vocabulary shortlist), only those columns: [rows, n]."""
     constants = getattr(embedding, _ATTRIBUTE, None)
     if constants is None:
         return None
     neg_column_sums, inverse_scale, kernel = constants
+    if columns is not None:
+        kernel = tf.gather(kernel, columns, axis=1)
+        neg_column_sums = tf.gather(neg_column_sums, columns)
+        inverse_scale = tf.gather(inverse_scale, columns)
     return _product(x, kernel, neg_column_sums, inverse_scale)
 
 

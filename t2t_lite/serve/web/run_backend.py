@@ -66,6 +66,7 @@ class TranslatorCache:
                     run.constraint,
                     jit_compile=self.jit_compile,
                     calibration=self.calibration,
+                    shortlist=run.shortlist if settings.shortlisted else None,
                 )
             self._translators[settings] = translator  # now the most recent
             while len(self._translators) > self.size:
@@ -82,7 +83,13 @@ class RunBackend:
     def __init__(
         self, run: Run, batch_tokens: int = 4096, cache_size: int = 8, jit_compile: bool = False
     ):
+        if jit_compile and run.search.shortlisted:
+            raise ValueError(
+                "--jit_compile with --shortlist: a shortlist's size changes from batch to "
+                "batch, which XLA cannot compile; drop one of the two flags"
+            )
         self.run = run
+        run.shortlist  # noqa: B018 (read or built now, not at the first request)
         self.translators = TranslatorCache(run, batch_tokens, cache_size, jit_compile)
         # LoRA adapters over this run, by name (t2t_lite.serve.web.adapters)
         self.adapters: dict[str, RunBackend] = {}
