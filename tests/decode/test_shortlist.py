@@ -182,22 +182,33 @@ def _command(name: str, *flags: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def test_t2t_decode_and_t2t_export_with_shortlist(tmp_path):
-    """A reversal model's run over generated data: --shortlist builds the table in the data
-    folder; with the frequent list covering every id, t2t-decode writes what the plain search
-    writes, and the export's serving signature returns the same."""
+@pytest.fixture(scope="module")
+def reversal_run(tmp_path_factory):
+    """A random tiny run of algorithmic_reverse over generated data with a training split:
+    (output_dir, data_dir)."""
     from decoding_helpers import write_tiny_run
 
     from t2t_lite.problems import get_problem
 
-    output_dir, _, _ = write_tiny_run(tmp_path, problem="algorithmic_reverse")
-    data_dir = tmp_path / "generated"
+    root = tmp_path_factory.mktemp("shortlist")
+    output_dir, _, _ = write_tiny_run(root, problem="algorithmic_reverse")
+    data_dir = root / "generated"
     get_problem("algorithmic_reverse").generate_data(
         str(data_dir), max_sequence_length=6, train_size=300, dev_size=10
     )
-    lines = ["1 2 3", "4 4 0 9", "7"]
+    return output_dir, data_dir
+
+
+LINES = ["1 2 3", "4 4 0 9", "7"]
+
+
+def test_t2t_decode_and_t2t_export_with_shortlist(reversal_run, tmp_path):
+    """--shortlist builds the table in the data folder; with the frequent list covering every
+    id, t2t-decode writes what the plain search writes, and the export's serving signature
+    returns the same."""
+    output_dir, data_dir = reversal_run
     source = tmp_path / "in.txt"
-    source.write_text("".join(f"{line}\n" for line in lines))
+    source.write_text("".join(f"{line}\n" for line in LINES))
     run = [f"--output_dir={output_dir}", f"--data_dir={data_dir}", f"--decode_from_file={source}"]
     outputs = {}
     for name, extra in (("plain", []), ("short", ["--shortlist=100,2"])):
@@ -211,11 +222,40 @@ def test_t2t_decode_and_t2t_export_with_shortlist(tmp_path):
     exported = _command("t2t_export", *run[:2], f"--export_dir={export_dir}", "--shortlist=100,2")
     assert exported.returncode == 0, exported.stderr[-3000:]
     loaded = tf.saved_model.load(str(export_dir / "1"))
-    served = loaded.signatures["serving_default"](inputs=tf.constant(lines))
+    served = loaded.signatures["serving_default"](inputs=tf.constant(LINES))
     assert [s.decode() for s in served["outputs"].numpy()] == outputs["plain"]
     bad = _command("t2t_decode", *run, "--shortlist=100")
     assert bad.returncode != 0, bad.stderr
     assert bad.stderr.strip().splitlines()[-1].startswith("t2t-decode: error: --shortlist takes")
+    ct2 = _command("t2t_export", *run[:2], "--export_dir=x", "--format=litert", "--shortlist=1,1")
+    assert ct2.stderr.strip().splitlines()[-1] == (
+        "t2t-export: error: --shortlist: --format=litert searches the whole vocabulary"
+    )
+
+
+def test_t2t_serve_backend_searches_the_shortlist(reversal_run):
+    """t2t-serve's run backend searches as the Translator of the same run; with one
+    translation per source id (each digit's is itself, the reversal data says), every output
+    word is a word of its source; --jit_compile with a shortlist is refused."""
+    from t2t_lite.decode.translator import Translator
+    from t2t_lite.run.run import Run
+    from t2t_lite.serve.web.run_backend import RunBackend
+
+    output_dir, data_dir = reversal_run
+    run = Run.restore(str(output_dir), data_dir=str(data_dir), search={"shortlist": (0, 1)})
+    backend = RunBackend(run)
+    found = backend.translate(LINES, run.search)
+    expected = Translator.from_run(run).translate(LINES)
+    assert [r["hypotheses"][0]["text"] for r in found] == expected
+    for line, text in zip(LINES, expected, strict=True):  # the reserved <unk> is listed too
+        assert set(text.split()) <= {*line.split(), "<unk>"}, (line, text)
+    whole = Translator.from_run(Run.restore(str(output_dir), data_dir=str(data_dir)))
+    assert any(  # the random model says other digits when nothing stops it
+        set(text.split()) - {*line.split(), "<unk>"}
+        for line, text in zip(LINES, whole.translate(LINES), strict=True)
+    )
+    with pytest.raises(ValueError, match="--jit_compile with --shortlist"):
+        RunBackend(run, jit_compile=True)
 
 
 @pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])

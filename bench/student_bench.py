@@ -1,0 +1,220 @@
+"""Speed and quality of a teacher and its distilled student on a test set: BLEU against
+sentences per second, in float32, bfloat16 and int8, with and without the vocabulary shortlist,
+and CTranslate2 int8 running both; a markdown table and a PNG of BLEU against speed.
+
+    python bench/student_bench.py --teacher=demo_out/train --student=demo_out/student \
+        --source=demo_out/test.en --reference=demo_out/test.de
+
+Each setting runs in its own process, pinned to --cores CPUs (`taskset`; TensorFlow's and
+CTranslate2's thread pools take that many): it translates the whole test set once, with beam 4
+and alpha 0.6 in batches of 4,096 source tokens, for BLEU (sacreBLEU), then the first
+--timed_lines sentences `repeats` more times, timed; the median is reported. t2t_lite decodes
+with the `Translator` (what t2t-decode runs): "float32" is a float32 copy of a mixed-precision
+run's weights, "bfloat16" the mixed bfloat16 policy, "int8" `--quantize=int8`. CTranslate2 runs
+the `t2t-export --format=ctranslate2 --ct2_quantization=int8` folder of the run (its length
+penalty is length^alpha, docs/serving.md). Size: the model's weights as they decode (a mixed
+bfloat16 model keeps float32 variables), or CTranslate2's model.bin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+from machine import machine, write_record
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("teacher", None, "The teacher's run.")
+flags.DEFINE_string("student", None, "The student's run.")
+flags.DEFINE_string("source", None, "Test sources, one per line.")
+flags.DEFINE_string("reference", None, "Their references.")
+flags.DEFINE_string("shortlist", "100,50", "The shortlist setting measured.")
+flags.DEFINE_list("cores", ["2", "1"], "CPUs per setting; settings with 1 are those of ONE_CORE.")
+flags.DEFINE_integer("timed_lines", 300, "Sentences of each timed pass.")
+flags.DEFINE_integer("repeats", 3, "Timed passes.")
+flags.DEFINE_string("worker", None, "Internal: one setting as JSON.")
+flags.DEFINE_string("record", None, "Where the JSON, .md and .png go; default bench/results/.")
+
+T2T_SETTINGS = [(w, s) for w in ("float32", "bfloat16", "int8") for s in (False, True)]
+# The settings measured on one CPU as well: each model's slowest and fastest.
+ONE_CORE = {("t2t_lite", "float32", False), ("t2t_lite", "int8", True), ("ctranslate2", "int8")}
+
+
+def t2t_translate(setting: dict):
+    """(translate(lines) --> texts, weights in bytes) of a t2t_lite setting."""
+    from t2t_lite.decode.translator import Translator
+    from t2t_lite.hparams.search_settings import parse_shortlist
+    from t2t_lite.model.transformer import Transformer
+    from t2t_lite.run.run import Run
+
+    shortlist = parse_shortlist(setting["shortlist"] or "")
+    search = {"beam_size": 4, "alpha": 0.6, "shortlist": shortlist}
+    quantize = "int8" if setting["weights"] == "int8" else None
+    run = Run.restore(setting["run"], search=search, quantize=quantize)
+    model, policy = run.model, {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+    if setting["weights"] in policy and model.dtype_policy.name != policy[setting["weights"]]:
+        copy = Transformer.from_config({**model.get_config(), "dtype": policy[setting["weights"]]})
+        copy.build()
+        copy.set_weights(model.get_weights())
+        model = copy
+    translator = Translator(
+        model, run.tokenizer, run.search, 4096, run.problem.postprocess, shortlist=run.shortlist
+    )
+    size = sum(v.numpy().nbytes for v in model.weights)
+    return translator.translate, int(size)
+
+
+def ct2_translate(setting: dict):
+    import ctranslate2
+    import sentencepiece
+
+    folder = setting["folder"]
+    with open(os.path.join(folder, "t2t_export.json")) as f:
+        info = json.load(f)
+    pieces = sentencepiece.SentencePieceProcessor(
+        model_file=os.path.join(folder, info["vocabulary"])
+    )
+    translator = ctranslate2.Translator(folder, device="cpu", intra_threads=setting["cores"])
+
+    def translate(lines):
+        tokens = [pieces.encode(line.strip(), out_type=str) for line in lines]
+        results = translator.translate_batch(
+            tokens, beam_size=4, length_penalty=0.6, max_batch_size=4096, batch_type="tokens",
+            max_input_length=info["max_positions"], max_decoding_length=info["max_positions"],
+        )  # fmt: skip
+        return [pieces.decode(r.hypotheses[0]) for r in results]
+
+    return translate, os.path.getsize(os.path.join(folder, "model.bin"))
+
+
+def work(setting: dict) -> dict:
+    """One setting, in this (pinned) process."""
+    import sacrebleu
+
+    with open(FLAGS.source, encoding="utf-8") as f:
+        sources = [line.rstrip("\n") for line in f]
+    with open(FLAGS.reference, encoding="utf-8") as f:
+        references = [line.rstrip("\n") for line in f]
+    make = ct2_translate if setting["engine"] == "ctranslate2" else t2t_translate
+    translate, size = make(setting)
+    outputs = translate(sources)
+    timed = sources[: FLAGS.timed_lines]
+    seconds = []
+    for _ in range(FLAGS.repeats):
+        start = time.perf_counter()
+        translate(timed)
+        seconds.append(time.perf_counter() - start)
+    bleu = sacrebleu.corpus_bleu(outputs, [references]).score
+    return {**setting, "bleu": round(bleu, 2), "size_mb": round(size / 2**20, 1),
+            "sentences_per_second": round(len(timed) / statistics.median(seconds), 2)}  # fmt: skip
+
+
+def ct2_export(run: str, folder: str) -> str:
+    program = os.path.join(os.path.dirname(sys.executable), "t2t-export")
+    command = [program, f"--output_dir={run}", f"--export_dir={folder}",
+               "--format=ctranslate2", "--ct2_quantization=int8"]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True)
+    return os.path.join(folder, "1")
+
+
+def settings(folder: str) -> list[dict]:
+    found = []
+    for model in ("teacher", "student"):
+        run = getattr(FLAGS, model)
+        for weights, short in T2T_SETTINGS:
+            found.append({"model": model, "engine": "t2t_lite", "run": run, "weights": weights,
+                          "shortlist": FLAGS.shortlist if short else None})  # fmt: skip
+        exported = ct2_export(run, os.path.join(folder, model))
+        found.append({"model": model, "engine": "ctranslate2", "weights": "int8",
+                      "folder": exported, "shortlist": None})  # fmt: skip
+    return found
+
+
+def one_core(setting: dict) -> bool:
+    if setting["engine"] == "ctranslate2":
+        return True
+    return ("t2t_lite", setting["weights"], bool(setting["shortlist"])) in ONE_CORE
+
+
+def spawn(setting: dict) -> dict:
+    cpus = ",".join(str(i) for i in range(setting["cores"]))
+    command = ["taskset", "-c", cpus, sys.executable, __file__, f"--worker={json.dumps(setting)}",
+               f"--source={FLAGS.source}", f"--reference={FLAGS.reference}",
+               f"--timed_lines={FLAGS.timed_lines}", f"--repeats={FLAGS.repeats}"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})  # fmt: skip
+    if done.returncode:
+        raise RuntimeError(f"{setting}: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def plot(rows: list[dict], path: str) -> None:
+    from t2t_lite.runtime.figures import pyplot, write_png
+
+    plt = pyplot("the speed and quality plot")
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for row in (r for r in rows if r["cores"] == max(r["cores"] for r in rows)):
+        marker = "o" if row["model"] == "teacher" else "s"
+        color = "tab:red" if row["engine"] == "ctranslate2" else "tab:blue"
+        axes.scatter(row["sentences_per_second"], row["bleu"], marker=marker, color=color)
+        axes.annotate(label(row), (row["sentences_per_second"], row["bleu"]), fontsize=7,
+                      xytext=(4, 2), textcoords="offset points")  # fmt: skip
+    axes.set_xlabel("sentences per second (beam 4)")
+    axes.set_ylabel("test BLEU")
+    axes.set_title("teacher (circles) and student (squares); blue t2t_lite, red CTranslate2")
+    write_png(figure, path, dpi=120)
+
+
+def label(row: dict) -> str:
+    engine = "CT2 " if row["engine"] == "ctranslate2" else ""
+    short = " +SL" if row["shortlist"] else ""
+    return f"{row['model']} {engine}{row['weights']}{short}"
+
+
+def table(rows: list[dict], base: float) -> str:
+    lines = ["| model | engine | weights | shortlist | BLEU | size (MiB) | cores | sentences/s "
+             "| vs teacher float32 |", "|---|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['engine']} | {r['weights']} | {r['shortlist'] or ''} | "
+            f"{r['bleu']:.2f} | {r['size_mb']:.1f} | {r['cores']} | "
+            f"{r['sentences_per_second']:.1f} | {r['sentences_per_second'] / base:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv) -> None:
+    del argv
+    if FLAGS.worker:
+        print(json.dumps(work(json.loads(FLAGS.worker))))
+        return
+    load = os.getloadavg()
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for setting in settings(folder):
+            for cores in map(int, FLAGS.cores):
+                if cores == 1 and not one_core(setting):
+                    continue
+                rows.append(spawn({**setting, "cores": cores}))
+                print(json.dumps(rows[-1]), flush=True)
+    about = machine(load)
+    base = next(r for r in rows if r["model"] == "teacher" and r["weights"] == "float32"
+                and not r["shortlist"] and r["cores"] == 2)["sentences_per_second"]  # fmt: skip
+    text = (f"Teacher and student on {FLAGS.source}: {about['cpu']}, commit {about['commit']}, "
+            f"{about['date']}; medians of {FLAGS.repeats} timed passes of {FLAGS.timed_lines} "
+            f"sentences; load {about['load']}\n\n{table(rows, base)}\n")  # fmt: skip
+    print(text)
+    name = f"{about['date']}_student"
+    write_record(FLAGS.record, "student", about, {"rows": rows}, text)
+    record = FLAGS.record or os.path.join(os.path.dirname(__file__), "results", name)
+    plot(rows, record + ".png")
+
+
+if __name__ == "__main__":
+    app.run(main)
