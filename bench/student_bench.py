@@ -12,7 +12,8 @@ and alpha 0.6 in batches of 4,096 source tokens, for BLEU (sacreBLEU), then the 
 with the `Translator` (what t2t-decode runs): "float32" is a float32 copy of a mixed-precision
 run's weights, "bfloat16" the mixed bfloat16 policy, "int8" `--quantize=int8`. CTranslate2 runs
 the `t2t-export --format=ctranslate2 --ct2_quantization=int8` folder of the run (its length
-penalty is length^alpha, docs/serving.md). Size: the model's weights as they decode (a mixed
+penalty is length^alpha, docs/serving.md), with the shortlist as its vocabulary map (`use_vmap`).
+Size: the model's weights as they decode (a mixed
 bfloat16 model keeps float32 variables), or CTranslate2's model.bin.
 """
 
@@ -43,7 +44,8 @@ flags.DEFINE_string("record", None, "Where the JSON, .md and .png go; default be
 
 T2T_SETTINGS = [(w, s) for w in ("float32", "bfloat16", "int8") for s in (False, True)]
 # The settings measured on one CPU as well: each model's slowest and fastest.
-ONE_CORE = {("t2t_lite", "float32", False), ("t2t_lite", "int8", True), ("ctranslate2", "int8")}
+ONE_CORE = {("t2t_lite", "float32", False), ("t2t_lite", "int8", True),
+            ("ctranslate2", "int8", False), ("ctranslate2", "int8", True)}  # fmt: skip
 
 
 def t2t_translate(setting: dict):
@@ -87,6 +89,7 @@ def ct2_translate(setting: dict):
         results = translator.translate_batch(
             tokens, beam_size=4, length_penalty=0.6, max_batch_size=4096, batch_type="tokens",
             max_input_length=info["max_positions"], max_decoding_length=info["max_positions"],
+            use_vmap=bool(setting["shortlist"]),
         )  # fmt: skip
         return [pieces.decode(r.hypotheses[0]) for r in results]
 
@@ -117,8 +120,8 @@ def work(setting: dict) -> dict:
 
 def ct2_export(run: str, folder: str) -> str:
     program = os.path.join(os.path.dirname(sys.executable), "t2t-export")
-    command = [program, f"--output_dir={run}", f"--export_dir={folder}",
-               "--format=ctranslate2", "--ct2_quantization=int8"]  # fmt: skip
+    command = [program, f"--output_dir={run}", f"--export_dir={folder}", "--format=ctranslate2",
+               "--ct2_quantization=int8", f"--shortlist={FLAGS.shortlist}"]  # fmt: skip
     subprocess.run(command, check=True, capture_output=True)
     return os.path.join(folder, "1")
 
@@ -131,15 +134,14 @@ def settings(folder: str) -> list[dict]:
             found.append({"model": model, "engine": "t2t_lite", "run": run, "weights": weights,
                           "shortlist": FLAGS.shortlist if short else None})  # fmt: skip
         exported = ct2_export(run, os.path.join(folder, model))
-        found.append({"model": model, "engine": "ctranslate2", "weights": "int8",
-                      "folder": exported, "shortlist": None})  # fmt: skip
+        for short in (None, FLAGS.shortlist):  # its vocabulary map (vmap.txt), used or not
+            found.append({"model": model, "engine": "ctranslate2", "weights": "int8",
+                          "folder": exported, "shortlist": short})  # fmt: skip
     return found
 
 
 def one_core(setting: dict) -> bool:
-    if setting["engine"] == "ctranslate2":
-        return True
-    return ("t2t_lite", setting["weights"], bool(setting["shortlist"])) in ONE_CORE
+    return (setting["engine"], setting["weights"], bool(setting["shortlist"])) in ONE_CORE
 
 
 def spawn(setting: dict) -> dict:

@@ -61,7 +61,7 @@ def main() -> None:
         import_extra("ai_edge_litert", "ai-edge-litert", "litert", "t2t-export --format=litert")
         if FLAGS.beam_size not in (None, 1) or FLAGS.nbest not in (None, 1):
             raise ValueError("--format=litert searches greedily: leave out --beam_size and --nbest")
-    if FLAGS.shortlist and FLAGS.format != "saved_model":
+    if FLAGS.shortlist and FLAGS.format == "litert":
         raise ValueError(f"--shortlist: --format={FLAGS.format} searches the whole vocabulary")
     from t2t_lite.serve import export  # after flag parsing: --help stays fast
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 import types
 from typing import Any
@@ -38,6 +39,7 @@ import sentencepiece
 from absl import logging
 from ctranslate2.specs import common_spec, model_spec, transformer_spec
 
+from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.data.tokenizers import read_vocab_list
 from t2t_lite.decode.details import alignment_layer
 from t2t_lite.run.run import Run
@@ -193,7 +195,8 @@ def export_run(
     if reason:
         raise ValueError(f"{run.output_dir} cannot be converted to CTranslate2: {reason}")
     vocab_file = run.tokenizer.path
-    converter = T2TLiteConverter(run.model, vocabulary_tokens(vocab_file))
+    tokens = vocabulary_tokens(vocab_file)
+    converter = T2TLiteConverter(run.model, tokens)
     info = {
         **run.describe(),
         "format": "ctranslate2",
@@ -206,7 +209,12 @@ def export_run(
     start = time.monotonic()
 
     def write(folder: str) -> None:
-        converter.convert(folder, quantization=quantization, force=True)
+        with tempfile.TemporaryDirectory() as scratch:
+            vmap = None
+            if run.shortlist is not None:  # CTranslate2 copies it into the folder, vmap.txt
+                vmap = os.path.join(scratch, "vmap.txt")
+                atomic_io.write_text(vmap, vocabulary_map(tokens, run.shortlist))
+            converter.convert(folder, vmap=vmap, quantization=quantization, force=True)
         os.chmod(folder, 0o755)
         shutil.copyfile(vocab_file, os.path.join(folder, info["vocabulary"]))
         atomic_io.write_json(os.path.join(folder, EXPORT_INFO), info)
@@ -217,10 +225,26 @@ def export_run(
     return path, info
 
 
+def vocabulary_map(tokens: list[str], table: Shortlist) -> str:
+    """A shortlist as CTranslate2's vocabulary map (its `use_vmap`): a line per source piece,
+    the piece, a tab and its target candidates separated by spaces, after a first line with
+    an empty source, the candidates of every batch (the frequent pieces). CTranslate2 adds
+    the unknown, start and end pieces itself."""
+    lines = ["\t" + " ".join(tokens[i] for i in table.frequent)]
+    for source in range(len(RESERVED_TOKENS), len(tokens)):
+        found = [tokens[t] for t in table.translations[source] if t != PAD_ID]
+        if found:
+            lines.append(f"{tokens[source]}\t{' '.join(found)}")
+    return "\n".join(lines) + "\n"
+
+
 def usage(info: dict[str, Any]) -> str:
     """The README.md written beside a converted model: how to translate with it."""
     settings = info["settings"]
     beam, alpha, extra = settings["beam_size"], settings["alpha"], settings["extra_length"]
+    shortlisted = tuple(settings.get("shortlist", (0, 0))) != (0, 0)
+    vmap = "    use_vmap=True,  # the shortlist of t2t-export --shortlist (vmap.txt)\n"
+    vmap = vmap if shortlisted else ""
     tokenize = (
         'sp = sentencepiece.SentencePieceProcessor(model_file=f"{folder}/'
         f'{info["vocabulary"]}")\n'
@@ -246,6 +270,7 @@ def usage(info: dict[str, Any]) -> str:
         "longest = max(len(p) for p in pieces) + 1  # EOS included\n"
         "results = translator.translate_batch(\n"
         f"    pieces, beam_size={beam}, length_penalty={alpha},\n"
+        f"{vmap}"
         f"    max_input_length={info['max_positions']},\n"
         f"    max_decoding_length=min(longest + {extra}, {info['max_positions']}),\n"
         ")\n"

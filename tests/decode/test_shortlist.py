@@ -278,3 +278,27 @@ def test_logits_by_the_transposed_kernel_equal_the_layers_own(precision):
         )
     layer.quantize("int8")
     assert layer.output_kernel() is None  # the 8-bit product keeps its own
+
+
+def test_ctranslate2_export_writes_the_shortlist_as_its_vocabulary_map(reversal_run, tmp_path):
+    """t2t-export --format=ctranslate2 --shortlist: vmap.txt lists the frequent pieces and each
+    piece's translations (each digit's is itself), and CTranslate2 with use_vmap says only the
+    source's digits."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    output_dir, data_dir = reversal_run
+    folder = tmp_path / "ct2"
+    done = _command(
+        "t2t_export", f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+        f"--export_dir={folder}", "--format=ctranslate2", "--shortlist=0,1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = (folder / "1" / "vmap.txt").read_text().splitlines()
+    assert lines == ["\t", *(f"{d}\t{d}" for d in range(10))]
+    assert "use_vmap=True" in (folder / "1" / "README.md").read_text()
+    translator = ctranslate2.Translator(str(folder / "1"), device="cpu")
+    pieces = [line.split() for line in LINES]
+    results = translator.translate_batch(
+        pieces, beam_size=2, use_vmap=True, max_input_length=8, max_decoding_length=6
+    )
+    for source, result in zip(pieces, results, strict=True):
+        assert set(result.hypotheses[0]) <= {*source, "<unk>"}, (source, result.hypotheses)
