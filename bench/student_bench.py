@@ -7,7 +7,8 @@ and CTranslate2 int8 running both; a markdown table and a PNG of BLEU against sp
 
 Each setting runs in its own process, pinned to --cores CPUs (`taskset`; TensorFlow's and
 CTranslate2's thread pools take that many): it translates the whole test set once, with beam 4
-and alpha 0.6 in batches of 4,096 source tokens, for BLEU (sacreBLEU), then the first
+and the run's alpha (the one its budget tuned on dev, else the problem's 0.6) in batches of
+4,096 source tokens, for BLEU (sacreBLEU), then the first
 --timed_lines sentences `repeats` more times, timed; the median is reported. t2t_lite decodes
 with the `Translator` (what t2t-decode runs): "float32" is a float32 copy of a mixed-precision
 run's weights, "bfloat16" the mixed bfloat16 policy, "int8" `--quantize=int8`. CTranslate2 runs
@@ -40,6 +41,7 @@ flags.DEFINE_list("cores", ["2", "1"], "CPUs per setting; settings with 1 are th
 flags.DEFINE_integer("timed_lines", 300, "Sentences of each timed pass.")
 flags.DEFINE_integer("repeats", 3, "Timed passes.")
 flags.DEFINE_string("worker", None, "Internal: one setting as JSON.")
+flags.DEFINE_string("replot", None, "Draw the PNG of this JSON record again, and nothing else.")
 flags.DEFINE_string("record", None, "Where the JSON, .md and .png go; default bench/results/.")
 
 T2T_SETTINGS = [(w, s) for w in ("float32", "bfloat16", "int8") for s in (False, True)]
@@ -56,7 +58,7 @@ def t2t_translate(setting: dict):
     from t2t_lite.run.run import Run
 
     shortlist = parse_shortlist(setting["shortlist"] or "")
-    search = {"beam_size": 4, "alpha": 0.6, "shortlist": shortlist}
+    search = {"beam_size": 4, "shortlist": shortlist}  # the run's alpha (search.json)
     quantize = "int8" if setting["weights"] == "int8" else None
     run = Run.restore(setting["run"], search=search, quantize=quantize)
     model, policy = run.model, {"float32": "float32", "bfloat16": "mixed_bfloat16"}
@@ -87,7 +89,8 @@ def ct2_translate(setting: dict):
     def translate(lines):
         tokens = [pieces.encode(line.strip(), out_type=str) for line in lines]
         results = translator.translate_batch(
-            tokens, beam_size=4, length_penalty=0.6, max_batch_size=4096, batch_type="tokens",
+            tokens, beam_size=4, length_penalty=setting["alpha"], max_batch_size=4096,
+            batch_type="tokens",
             max_input_length=info["max_positions"], max_decoding_length=info["max_positions"],
             use_vmap=bool(setting["shortlist"]),
         )  # fmt: skip
@@ -127,6 +130,8 @@ def ct2_export(run: str, folder: str) -> str:
 
 
 def settings(folder: str) -> list[dict]:
+    from t2t_lite.run.run import tuned_search
+
     found = []
     for model in ("teacher", "student"):
         run = getattr(FLAGS, model)
@@ -134,9 +139,10 @@ def settings(folder: str) -> list[dict]:
             found.append({"model": model, "engine": "t2t_lite", "run": run, "weights": weights,
                           "shortlist": FLAGS.shortlist if short else None})  # fmt: skip
         exported = ct2_export(run, os.path.join(folder, model))
+        alpha = tuned_search(run).get("alpha", 0.6)  # the problem's default otherwise
         for short in (None, FLAGS.shortlist):  # its vocabulary map (vmap.txt), used or not
             found.append({"model": model, "engine": "ctranslate2", "weights": "int8",
-                          "folder": exported, "shortlist": short})  # fmt: skip
+                          "folder": exported, "shortlist": short, "alpha": alpha})  # fmt: skip
     return found
 
 
@@ -160,14 +166,17 @@ def plot(rows: list[dict], path: str) -> None:
     from t2t_lite.runtime.figures import pyplot, write_png
 
     plt = pyplot("the speed and quality plot")
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for row in (r for r in rows if r["cores"] == max(r["cores"] for r in rows)):
+    figure, axes = plt.subplots(figsize=(8, 4.8))
+    shown = [r for r in rows if r["cores"] == max(r["cores"] for r in rows)]
+    for index, row in enumerate(sorted(shown, key=lambda r: r["sentences_per_second"])):
         marker = "o" if row["model"] == "teacher" else "s"
         color = "tab:red" if row["engine"] == "ctranslate2" else "tab:blue"
         axes.scatter(row["sentences_per_second"], row["bleu"], marker=marker, color=color)
+        offset = (5, 6 if index % 2 else -10)  # neighbours' labels above and below in turn
         axes.annotate(label(row), (row["sentences_per_second"], row["bleu"]), fontsize=7,
-                      xytext=(4, 2), textcoords="offset points")  # fmt: skip
-    axes.set_xlabel("sentences per second (beam 4)")
+                      xytext=offset, textcoords="offset points")  # fmt: skip
+    axes.set_xscale("log")
+    axes.set_xlabel(f"sentences per second, beam 4, {shown[0]['cores']} CPUs (log scale)")
     axes.set_ylabel("test BLEU")
     axes.set_title("teacher (circles) and student (squares); blue t2t_lite, red CTranslate2")
     write_png(figure, path, dpi=120)
@@ -195,6 +204,10 @@ def main(argv) -> None:
     del argv
     if FLAGS.worker:
         print(json.dumps(work(json.loads(FLAGS.worker))))
+        return
+    if FLAGS.replot:
+        with open(FLAGS.replot) as f:
+            plot(json.load(f)["rows"], FLAGS.replot.removesuffix(".json") + ".png")
         return
     load = os.getloadavg()
     rows = []
