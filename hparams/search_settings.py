@@ -107,7 +107,8 @@ class SearchSettings:
         return self.max_input_length or max_positions
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as JSON writes and reads them back (the shortlist a list)."""
+        return {**dataclasses.asdict(self), "shortlist": list(self.shortlist)}
 
     def _check_sampling(self) -> None:
         if self.temperature < 0 or self.top_k < 0 or not 0.0 < self.top_p <= 1.0:

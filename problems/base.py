@@ -9,7 +9,6 @@ and export.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -199,7 +198,7 @@ class Problem:
             },
             "metric": self.metric,
             "max_lengths": {"inputs": self.max_input_length, "targets": self.max_target_length},
-            "decode_defaults": dataclasses.asdict(self.decode_defaults),
+            "decode_defaults": self.decode_defaults.to_dict(),
             "raw_counts": dict(self.raw_counts),
             "splits": {},
         }

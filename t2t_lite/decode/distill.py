@@ -213,7 +213,7 @@ def teacher_stamp(run: Run, vocab_sha256: str) -> dict:
     stamp = {
         "vocab_sha256": vocab_sha256,
         "teacher": checkpoints,
-        "search": dataclasses.asdict(run.search),
+        "search": run.search.to_dict(),
         "quantize": run.quantize,
     }
     return json.loads(json.dumps(stamp))

@@ -21,7 +21,7 @@ def _fake_search(reverse: bool):
     """A stand-in for t2t_lite.decode.translator.search_function whose search answers by reversing
     (or copying) the source ids; the model is not used. It checks the settings are greedy."""
 
-    def search_function(model, settings, constraint=None, fixed_shapes=False):
+    def search_function(model, settings, constraint=None, fixed_shapes=False, shortlist=None):
         assert settings.beam_size == 1 and settings.alpha == 0.0 and settings.nbest == 1
         return translate_ids
 
