@@ -235,8 +235,18 @@ def test_runner_command_translates_standard_input(trained, tmp_path):
         timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    # The parent holds two versions: the largest is the int8 model.
-    assert done.stdout.splitlines() == LiteRTTranslator(trained["int8"]).translate(lines)
+    # The parent holds two versions: the largest is the int8 model. It is read back in a
+    # process without TensorFlow, as the command runs: in a process that has TensorFlow
+    # loaded, the int8 model once gave another translation of one of these lines.
+    code = (
+        "import json\nfrom t2t_lite.serve.litert_runner import LiteRTTranslator\n"
+        f"print(json.dumps(LiteRTTranslator({trained['int8']!r}).translate({lines!r})))\n"
+    )
+    expected = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=60
+    )
+    assert expected.returncode == 0, expected.stderr[-2000:]
+    assert done.stdout.splitlines() == json.loads(expected.stdout.strip().splitlines()[-1])
     done = subprocess.run(
         [*command, str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=60
     )
