@@ -83,14 +83,11 @@ class RunBackend:
     def __init__(
         self, run: Run, batch_tokens: int = 4096, cache_size: int = 8, jit_compile: bool = False
     ):
-        if jit_compile and run.search.shortlisted:
-            raise ValueError(
-                "--jit_compile with --shortlist: a shortlist's size changes from batch to "
-                "batch, which XLA cannot compile; drop one of the two flags"
-            )
         self.run = run
-        run.shortlist  # noqa: B018 (read or built now, not at the first request)
         self.translators = TranslatorCache(run, batch_tokens, cache_size, jit_compile)
+        # The defaults' translator now, not at the first request: its refusals (--jit_compile
+        # with --shortlist) come at start-up, and a shortlist's table is read or built.
+        self.translators.get(run.search.override(nbest=1))
         # LoRA adapters over this run, by name (t2t_lite.serve.web.adapters)
         self.adapters: dict[str, RunBackend] = {}
         self._facts = {**run.describe(), **run_facts(run), "source": "run"}
