@@ -18,12 +18,12 @@ from __future__ import annotations
 import collections
 import json
 import os
-import platform
 import re
 import statistics
 import time
 
 from absl import app, flags
+from machine import cpu_name  # bench/machine.py, beside this script
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", None, "A trained run.", required=True)
@@ -34,12 +34,6 @@ flags.DEFINE_integer("repeats", 3, "Timed runs of each search.")
 flags.DEFINE_string("record", None, "Where the JSON goes (default bench/results/...).")
 
 WORD = re.compile(r"[^\W\d_]{4,}")
-
-
-def cpu_name() -> str:
-    with open("/proc/cpuinfo") as f:
-        names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
-    return f"{names[0] if names else platform.processor()}, {os.cpu_count()} CPUs"
 
 
 def dictionary(pairs) -> dict[str, str]:
@@ -130,7 +124,7 @@ def main(argv) -> None:
     kept = sum(o.startswith(p) for o, p in zip(outputs["prefix"], prefixes, strict=True))
     median = {n: statistics.median(s) for n, s in seconds.items()}
     record = {
-        "cpu": cpu_name(),
+        "cpu": f"{cpu_name()}, {os.cpu_count()} CPUs",
         # The run by what it is (its folder is the user's): problem, set, checkpoint name.
         "run": {
             "problem": run.problem.name,
