@@ -87,7 +87,8 @@ class RunBackend:
         self.translators = TranslatorCache(run, batch_tokens, cache_size, jit_compile)
         # The defaults' translator now, not at the first request: its refusals (--jit_compile
         # with --shortlist) come at start-up, and a shortlist's table is read or built.
-        self.translators.get(run.search.override(nbest=1))
+        defaults = run.search.override(nbest=1)
+        self.translators.get(defaults)
         # LoRA adapters over this run, by name (t2t_lite.serve.web.adapters)
         self.adapters: dict[str, RunBackend] = {}
         self._facts = {**run.describe(), **run_facts(run), "source": "run"}
@@ -95,7 +96,7 @@ class RunBackend:
         for key in ("output_dir", "checkpoint", "data_dir"):
             self._facts[key] = os.path.abspath(self._facts[key])
         self.capabilities = Capabilities(
-            defaults=run.search.override(nbest=1),
+            defaults=defaults,
             search_fixed=False,
             max_nbest=None,
             attention=hasattr(run.model, "attention_maps"),  # an ensemble has none
