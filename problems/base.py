@@ -58,7 +58,9 @@ class Problem:
     vocab_size: ClassVar[int] = 8000
     metric: ClassVar[str] = "bleu"
     decode_defaults: ClassVar[SearchSettings] = SearchSettings()
-    # Beams the search tuning of a budget run tries besides decode_defaults' (search_tuning.py).
+    # The search tuning of a budget run (t2t_lite/train/search_tuning.py): the length penalties it
+    # tries at decode_defaults' beam, then the beams it tries besides that one at the best.
+    tune_alphas: ClassVar[tuple[float, ...]] = (0.6, 1.0, 1.4)
     tune_beams: ClassVar[tuple[int, ...]] = (8,)
     has_inputs: ClassVar[bool] = True
     # Longest inputs / targets (tokens, EOS included) the problem is meant for; hparams.max_length

@@ -4,8 +4,8 @@ The problem's decode defaults (beam 4, alpha 0.6 for translation) were never cho
 model a short budget produces: at the end of a 20-minute run the outputs were short (a brevity
 penalty of 0.96-0.97), and alpha 1.4 gave 0.5-0.7 dev BLEU more. So a `--train_minutes` run keeps
 the last TUNE_SHARE of its minutes for this: the model decode will use (the run's final choice,
-restored as t2t-decode restores it) decodes the first `examples` dev examples with the length
-penalties of ALPHAS at the problem's beam, then with the problem's `tune_beams` at the best
+restored as t2t-decode restores it) decodes the first `examples` dev examples with the
+problem's `tune_alphas` (length penalties) at its beam, then with its `tune_beams` at the best
 alpha, each scored by the problem's metric (sacreBLEU, EVALB F1, accuracy); the problem's own
 setting is measured first. The best setting (ties: the earlier one) is written with the whole
 grid to output_dir/search.json, which `Run.restore` reads under the command's flags:
@@ -30,8 +30,6 @@ from t2t_lite.runtime import atomic_io
 
 # The share of a --train_minutes budget kept for the tuning (its training clock stops earlier).
 TUNE_SHARE = 0.05
-# Length-penalty exponents tried at the problem's beam (the paper's 0.6 among them).
-ALPHAS = (0.6, 1.0, 1.4)
 # Dev examples decoded per setting, unless --bleu_examples says.
 TUNE_EXAMPLES = 300
 
@@ -74,7 +72,7 @@ def _grid_entry(run: Run, sources, references, beam_size: int, alpha: float) -> 
 def tune_search(output_dir: str, examples: int = TUNE_EXAMPLES, seconds: float = 0.0) -> dict:
     """Tunes the run's search on its dev split; writes and returns the record of search.json.
 
-    The grid, in order: the problem's own setting; ALPHAS at its beam (or, for a greedy
+    The grid, in order: the problem's own setting; its `tune_alphas` at its beam (or, for a greedy
     problem, at its first `tune_beams` beam); the other beams at the best alpha. The first of
     the best wins. `seconds` > 0 bounds the tuning: a setting whose decoding is not expected to
     end in time (the measured seconds per beam so far, times its beam) is left out, and the
@@ -103,7 +101,7 @@ def tune_search(output_dir: str, examples: int = TUNE_EXAMPLES, seconds: float =
     alpha_beam = next((b for b in beams if b > 1), None)  # alpha does nothing at beam 1
     best_alpha = run.search.alpha
     if alpha_beam is not None:
-        for alpha in ALPHAS:
+        for alpha in run.problem.tune_alphas:
             measure(alpha_beam, alpha)
         at_beam = [e for e in grid if e["beam_size"] == alpha_beam]
         if at_beam:  # (none when the time kept left them all out)

@@ -84,3 +84,15 @@ def test_the_grid_in_order_and_bounded_by_its_time(tuned_run):
     short = search_tuning.tune_search(tuned_run, examples=30, seconds=0.001)
     assert [(e["beam_size"], e["alpha"]) for e in short["grid"]] == [(1, 0.0)]
     assert len(short["left_out"]) == 4 and (short["beam_size"], short["alpha"]) == (1, 0.0)
+
+
+def test_the_grid_is_the_problems(tuned_run, monkeypatch):
+    """A problem names its own alphas and beams (parsing: two alphas, the wider beam)."""
+    problem_class = type(problems.get_problem("algorithmic_reverse"))
+    monkeypatch.setattr(problem_class, "tune_alphas", (0.3, 0.9))
+    monkeypatch.setattr(problem_class, "tune_beams", (2, 3))
+    record = search_tuning.tune_search(tuned_run, examples=30)
+    grid, metric = record["grid"], record["metric"]
+    assert [(e["beam_size"], e["alpha"]) for e in grid[:3]] == [(1, 0.0), (2, 0.3), (2, 0.9)]
+    best_alpha = max(grid[1:3], key=lambda e: e[metric])["alpha"]
+    assert [(e["beam_size"], e["alpha"]) for e in grid[3:]] == [(1, best_alpha), (3, best_alpha)]
