@@ -9,15 +9,12 @@ from t2t_lite.problems import (  # noqa: F401  (each registers its problems)
     parsing,
     translate,
 )
-from t2t_lite.problems.base import (
-    METRICS,
+from t2t_lite.problems.base import METRICS, Problem, datagen_options, read_metadata
+from t2t_lite.problems.registry import (
     PROBLEMS,
-    Problem,
-    datagen_options,
     describe_options,
     get_problem,
     options_by_problem,
-    read_metadata,
     register_problem,
 )
 from t2t_lite.problems.usr_dir import import_usr_dir

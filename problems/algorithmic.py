@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from t2t_lite.hparams import SearchSettings
-from t2t_lite.problems.base import Problem, register_problem
+from t2t_lite.problems.base import Problem
+from t2t_lite.problems.registry import register_problem
 
 _SPLIT_SEEDS = {"train": 1, "dev": 2, "test": 3}
 

@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 
 from absl import logging
 
-from t2t_lite.problems.base import Problem, register_problem
+from t2t_lite.problems.base import Problem
+from t2t_lite.problems.registry import register_problem
 
 INSTALLED_HELP = "/usr/share/libreoffice/help"
 ENGLISH = "en-US"

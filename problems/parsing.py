@@ -34,7 +34,8 @@ from t2t_lite.data.word_signatures import word_signatures_py
 from t2t_lite.extras import lazy_import
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.problems import tree_strings
-from t2t_lite.problems.base import Problem, register_problem
+from t2t_lite.problems.base import Problem
+from t2t_lite.problems.registry import register_problem
 from t2t_lite.problems.parsing_trees import (
     delinearize,
     file_pairs,

@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 
 from t2t_lite.data import check_parallel, read_parallel
 from t2t_lite.extras import import_extra
-from t2t_lite.problems.base import Problem, register_problem
+from t2t_lite.problems.base import Problem
+from t2t_lite.problems.registry import register_problem
 
 # The vocabulary is trained on at most this many pairs, taken evenly across the training data.
 VOCAB_PAIRS = 1_000_000

@@ -27,7 +27,7 @@ from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import datagen_options, get_problem, read_metadata
 from t2t_lite.problems.algorithmic import AlgorithmicCopy
-from t2t_lite.problems.base import register_problem
+from t2t_lite.problems.registry import register_problem
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
