@@ -35,7 +35,6 @@ from t2t_lite.extras import lazy_import
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.problems import tree_strings
 from t2t_lite.problems.base import Problem
-from t2t_lite.problems.registry import register_problem
 from t2t_lite.problems.parsing_trees import (
     delinearize,
     file_pairs,
@@ -47,6 +46,7 @@ from t2t_lite.problems.parsing_trees import (
     write_trees,
     wsj_files,
 )
+from t2t_lite.problems.registry import register_problem
 from t2t_lite.problems.tree_constraint import TreeConstraint
 from t2t_lite.runtime import atomic_io
 from t2t_lite.vocabulary import RESERVED_TOKENS
