@@ -7,8 +7,8 @@ and CTranslate2 int8 running both; a markdown table and a PNG of BLEU against sp
 
 Each setting runs in its own process, pinned to --cores CPUs (`taskset`; TensorFlow's and
 CTranslate2's thread pools take that many): it translates the whole test set once, with beam 4
-and the run's alpha (the one its budget tuned on dev, else the problem's 0.6) in batches of
-4,096 source tokens, for BLEU (sacreBLEU), then the first
+(--beam_size; 1 is greedy search) and the run's alpha (the one its budget tuned on dev, else
+the problem's 0.6) in batches of 4,096 source tokens, for BLEU (sacreBLEU), then the first
 --timed_lines sentences `repeats` more times, timed; the median is reported. t2t_lite decodes
 with the `Translator` (what t2t-decode runs): "float32" is a float32 copy of a mixed-precision
 run's weights, "bfloat16" the mixed bfloat16 policy, "int8" `--quantize=int8`. CTranslate2 runs
@@ -40,6 +40,7 @@ flags.DEFINE_string("shortlist", "100,50", "The shortlist setting measured.")
 flags.DEFINE_list("cores", ["2", "1"], "CPUs per setting; settings with 1 are those of ONE_CORE.")
 flags.DEFINE_integer("timed_lines", 300, "Sentences of each timed pass.")
 flags.DEFINE_integer("repeats", 3, "Timed passes.")
+flags.DEFINE_integer("beam_size", 4, "The search of every setting (1: greedy).")
 flags.DEFINE_string("worker", None, "Internal: one setting as JSON.")
 flags.DEFINE_string("replot", None, "Draw the PNG of this JSON record again, and nothing else.")
 flags.DEFINE_string("record", None, "Where the JSON, .md and .png go; default bench/results/.")
@@ -58,7 +59,7 @@ def t2t_translate(setting: dict):
     from t2t_lite.run.run import Run
 
     shortlist = parse_shortlist(setting["shortlist"] or "")
-    search = {"beam_size": 4, "shortlist": shortlist}  # the run's alpha (search.json)
+    search = {"beam_size": setting["beam_size"], "shortlist": shortlist}  # the run's alpha
     quantize = "int8" if setting["weights"] == "int8" else None
     run = Run.restore(setting["run"], search=search, quantize=quantize)
     model, policy = run.model, {"float32": "float32", "bfloat16": "mixed_bfloat16"}
@@ -89,7 +90,8 @@ def ct2_translate(setting: dict):
     def translate(lines):
         tokens = [pieces.encode(line.strip(), out_type=str) for line in lines]
         results = translator.translate_batch(
-            tokens, beam_size=4, length_penalty=setting["alpha"], max_batch_size=4096,
+            tokens, beam_size=setting["beam_size"], length_penalty=setting["alpha"],
+            max_batch_size=4096,
             batch_type="tokens",
             max_input_length=info["max_positions"], max_decoding_length=info["max_positions"],
             use_vmap=bool(setting["shortlist"]),
@@ -176,7 +178,8 @@ def plot(rows: list[dict], path: str) -> None:
         axes.annotate(label(row), (row["sentences_per_second"], row["bleu"]), fontsize=7,
                       xytext=offset, textcoords="offset points")  # fmt: skip
     axes.set_xscale("log")
-    axes.set_xlabel(f"sentences per second, beam 4, {shown[0]['cores']} CPUs (log scale)")
+    search = f"beam {FLAGS.beam_size}" if FLAGS.beam_size > 1 else "greedy"
+    axes.set_xlabel(f"sentences per second, {search}, {shown[0]['cores']} CPUs (log scale)")
     axes.set_ylabel("test BLEU")
     axes.set_title("teacher (circles) and student (squares); blue t2t_lite, red CTranslate2")
     write_png(figure, path, dpi=120)
@@ -216,17 +219,20 @@ def main(argv) -> None:
             for cores in map(int, FLAGS.cores):
                 if cores == 1 and not one_core(setting):
                     continue
-                rows.append(spawn({**setting, "cores": cores}))
+                rows.append(spawn({**setting, "cores": cores, "beam_size": FLAGS.beam_size}))
                 print(json.dumps(rows[-1]), flush=True)
     about = machine(load)
     base = next(r for r in rows if r["model"] == "teacher" and r["weights"] == "float32"
                 and not r["shortlist"] and r["cores"] == 2)["sentences_per_second"]  # fmt: skip
-    text = (f"Teacher and student on {FLAGS.source}: {about['cpu']}, commit {about['commit']}, "
+    search = f"beam {FLAGS.beam_size}" if FLAGS.beam_size > 1 else "greedy search"
+    text = (f"Teacher and student on {FLAGS.source}, {search}: {about['cpu']}, commit "
+            f"{about['commit']}, "
             f"{about['date']}; medians of {FLAGS.repeats} timed passes of {FLAGS.timed_lines} "
             f"sentences; load {about['load']}\n\n{table(rows, base)}\n")  # fmt: skip
     print(text)
-    name = f"{about['date']}_student"
-    write_record(FLAGS.record, "student", about, {"rows": rows}, text)
+    kind = "student" if FLAGS.beam_size == 4 else f"student_beam{FLAGS.beam_size}"
+    name = f"{about['date']}_{kind}"
+    write_record(FLAGS.record, kind, about, {"rows": rows}, text)
     record = FLAGS.record or os.path.join(os.path.dirname(__file__), "results", name)
     plot(rows, record + ".png")
 

@@ -201,14 +201,13 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dic
     skip = start * hparams.accum_steps * per_pipeline
     iterator = _distributed_stream(problem, config, hparams, strategy, skip)
     workers = distribute.num_input_pipelines(strategy)
-    tunes = bool(hparams.budget_minutes) and search_tuning.tunable(problem)
     limits = BudgetPolicy(
         trainer,
         config.train_minutes,
         config.step_limit,
         config.output_dir if chief else None,
         consensus=Consensus(strategy, workers, chief),
-        reserve=hparams.budget_tune_share if tunes else 0.0,
+        reserve=search_tuning.kept_share(problem, hparams),
     )
     late = None
     if trainer.late_dropout is not None:

@@ -39,6 +39,26 @@ def tunable(problem) -> bool:
     return getattr(problem, "metric", None) in METRICS
 
 
+def kept_share(problem, hparams) -> float:
+    """The share of a --train_minutes budget kept from training for the tuning: hparams'
+    budget_tune_share, or 0 when the problem has no metric the tuning knows, or when the share is
+    shorter than budget_tune_min_seconds (then too short to decode more than the problem's own
+    setting, so the whole budget trains and the problem's search stays)."""
+    share = hparams.budget_tune_share
+    if not (hparams.budget_minutes and share and tunable(problem)):
+        return 0.0
+    seconds = 60.0 * hparams.budget_minutes * share
+    if seconds < hparams.budget_tune_min_seconds:
+        logging.info(
+            "search tuning: not in this budget: its share (budget_tune_share=%g) is %.0f s, "
+            "under budget_tune_min_seconds=%g; the whole budget trains and decodes use the "
+            "problem's search",
+            share, seconds, hparams.budget_tune_min_seconds,
+        )  # fmt: skip
+        return 0.0
+    return share
+
+
 def tuned(output_dir: str) -> bool:
     """Whether the run's search is tuned for its final model (a rerun after the end of the
     budget finishes a tuning that was cut short)."""

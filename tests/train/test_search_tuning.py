@@ -15,7 +15,10 @@ from t2t_lite.run.run import Run
 from t2t_lite.train import loop as training
 from t2t_lite.train import search_tuning
 
-OVERRIDES = "num_encoder_layers=1,num_decoder_layers=1,batch_size=256,budget_tune_share=0.25"
+OVERRIDES = (
+    "num_encoder_layers=1,num_decoder_layers=1,batch_size=256,budget_tune_share=0.25,"
+    "budget_tune_min_seconds=0"
+)
 MINUTES = 0.15
 
 
@@ -96,3 +99,36 @@ def test_the_grid_is_the_problems(tuned_run, monkeypatch):
     assert [(e["beam_size"], e["alpha"]) for e in grid[:3]] == [(1, 0.0), (2, 0.3), (2, 0.9)]
     best_alpha = max(grid[1:3], key=lambda e: e[metric])["alpha"]
     assert [(e["beam_size"], e["alpha"]) for e in grid[3:]] == [(1, best_alpha), (3, best_alpha)]
+
+
+def test_a_share_too_short_to_tune_is_not_kept():
+    """transformer_small keeps 5 %: a minute of 20, which tunes, and 15 s of 5, which does not."""
+    problem = problems.get_problem("translate_ende_lohelp")
+    small = get_hparams("transformer_small")
+    assert search_tuning.kept_share(problem, small.replace(budget_minutes=20)) == 0.05
+    assert search_tuning.kept_share(problem, small.replace(budget_minutes=10)) == 0.05  # 30 s
+    assert search_tuning.kept_share(problem, small.replace(budget_minutes=5)) == 0.0
+    assert search_tuning.kept_share(problem, small) == 0.0  # no budget
+    low = small.replace(budget_minutes=5, budget_tune_min_seconds=15)
+    assert search_tuning.kept_share(problem, low) == 0.05
+
+
+def test_a_short_budget_trains_all_of_it_and_keeps_the_problems_search(tmp_path):
+    data_dir = str(tmp_path / "data")
+    problem = problems.get_problem("algorithmic_reverse")
+    problem.generate_data(
+        data_dir, num_symbols=8, max_sequence_length=6, train_size=200, dev_size=10
+    )
+    out = str(tmp_path / "run")
+    overrides = "num_encoder_layers=1,num_decoder_layers=1,batch_size=256,budget_tune_share=0.25"
+    config = training.TrainConfig(
+        output_dir=out, data_dir=data_dir, train_minutes=0.1, save_every=10**6,
+        eval_every=10**6, log_every=1, hparams_overrides=overrides,
+    )  # fmt: skip
+    training.train(problem, config, get_hparams("transformer_tiny", overrides), "transformer_tiny")
+    with open(os.path.join(out, "budget.json")) as f:
+        budget = json.load(f)
+    assert budget["training_minutes"] == pytest.approx(0.1)  # 1.5 s of share: under 30 s
+    assert not os.path.exists(os.path.join(out, "search.json"))
+    run = Run.restore(out)
+    assert (run.search.beam_size, run.search.alpha) == (1, 0.0)  # the problem's own
