@@ -4,6 +4,7 @@ averaging candidate, and the search tuned on dev, which later decodes use unless
 from __future__ import annotations
 
 import json
+import logging
 import os
 
 import pytest
@@ -113,7 +114,8 @@ def test_a_share_too_short_to_tune_is_not_kept():
     assert search_tuning.kept_share(problem, low) == 0.05
 
 
-def test_a_short_budget_trains_all_of_it_and_keeps_the_problems_search(tmp_path):
+def test_a_short_budget_trains_all_of_it_and_keeps_the_problems_search(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="absl")
     data_dir = str(tmp_path / "data")
     problem = problems.get_problem("algorithmic_reverse")
     problem.generate_data(
@@ -126,9 +128,10 @@ def test_a_short_budget_trains_all_of_it_and_keeps_the_problems_search(tmp_path)
         eval_every=10**6, log_every=1, hparams_overrides=overrides,
     )  # fmt: skip
     training.train(problem, config, get_hparams("transformer_tiny", overrides), "transformer_tiny")
-    with open(os.path.join(out, "budget.json")) as f:
-        budget = json.load(f)
-    assert budget["training_minutes"] == pytest.approx(0.1)  # 1.5 s of share: under 30 s
+    # 1.5 s of share: under 30 s, so none kept (budget.json, written once the step rate is
+    # measured, may not come in 6 s on a busy machine; the log line says it at the start).
+    said = [r.getMessage() for r in caplog.records if "not in this budget" in r.getMessage()]
+    assert len(said) == 1 and "under budget_tune_min_seconds=30" in said[0]
     assert not os.path.exists(os.path.join(out, "search.json"))
     run = Run.restore(out)
     assert (run.search.beam_size, run.search.alpha) == (1, 0.0)  # the problem's own
