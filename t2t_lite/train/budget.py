@@ -6,9 +6,13 @@ are spent (linear decay to zero did best under a fixed budget in Li et al., "Bud
 ICLR 2020); with `budget_decay_fraction` below 1 (transformer_small: 0.2) the peak holds until
 that share of the steps after the warmup is left, and the decay takes the rest. How many steps
 fit in the budget is not known in advance: `BudgetClock` measures the step rate over the last
-minute once start-up is over, and after every step the schedule's horizon becomes step + rate *
-time left. A machine that slows down or speeds up moves the horizon; the rate still reaches
-zero when the time runs out.
+minute of training once start-up is over, and after every step the schedule's horizon becomes
+step + rate * time left. A machine that slows down or speeds up moves the horizon; the rate
+still reaches zero when the time runs out. The loop's pauses (dev evaluations and checkpoint
+saves, `BudgetPolicy.paused`) are left out of the rate: a minute that held a 20-second
+evaluation would otherwise read as a machine a third slower, and revise the rate factor for
+a few hundred steps (docs/training.md). The time they take is still spent, so the horizon comes
+down by a pause's steps once it is over.
 
 How high the peak should be depends on the budget too: at 1,500 updates transformer_small did
 best at the rate factor 0.5, at 4,400 at 0.7 (docs/training.md, "The peak from the expected
@@ -29,6 +33,7 @@ hparams.json); to train longer, start a new run from this one with `--init_from`
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
 import os
 import time
@@ -175,7 +180,19 @@ class BudgetClock:
         self.clock = clock
         self.started = clock()
         self.first_step: int | None = None
+        # (seconds of training, step): the clock less this process's pauses
         self.samples: collections.deque[tuple[float, int]] = collections.deque()
+        self.paused_seconds = 0.0
+
+    @contextlib.contextmanager
+    def pause(self):
+        """A stretch of the loop that is not training (an evaluation, a save): its seconds count
+        against the budget but not in the step rate."""
+        started = self.clock()
+        try:
+            yield
+        finally:
+            self.paused_seconds += self.clock() - started
 
     def spent(self) -> float:
         """Seconds of the budget used, this process included."""
@@ -190,7 +207,7 @@ class BudgetClock:
     def observe(self, step: int) -> int | None:
         """Records that `step` is done; returns the step count expected at the end of the
         budget (at most max_steps), or None while start-up is not over."""
-        now = self.clock()
+        now = self.clock() - self.paused_seconds
         if self.first_step is None:
             self.first_step = step
         if step - self.first_step < STARTUP_STEPS:
@@ -204,7 +221,7 @@ class BudgetClock:
         return min(self.max_steps, step + int(rate * self.remaining()))
 
     def settled(self) -> bool:
-        """Whether the rate is measured over a full RATE_WINDOW_SECONDS window."""
+        """Whether the rate is measured over a full RATE_WINDOW_SECONDS window of training."""
         return len(self.samples) > 1 and (
             self.samples[-1][0] - self.samples[0][0] >= RATE_WINDOW_SECONDS
         )
@@ -320,6 +337,11 @@ class BudgetPolicy:
             if log and self.output_dir is not None:
                 logging.info("%s", self.clock.record(self.output_dir, step, expected))
         return agreed
+
+    def paused(self):
+        """A context for the loop's evaluations and saves: their time is left out of the step
+        rate (BudgetClock.pause); nothing without a clock."""
+        return self.clock.pause() if self.clock is not None else contextlib.nullcontext()
 
     def seconds_kept(self) -> float:
         """The seconds kept from training for the search tuning (the end-of-run choice before

@@ -320,10 +320,13 @@ class _Loop:
                 last = step == config.step_limit or out_of_time
                 # (the last one before evaluating; a budget's last ones for its average)
                 if step % config.save_every == 0 or last or self.limits.wants_save(step):
-                    self._save(step)
+                    with self.limits.paused():
+                        self._save(step)
                     saved = step
                 if step % config.eval_every == 0 or last:
-                    if self._evaluate(step):
+                    with self.limits.paused():
+                        stopping = self._evaluate(step)
+                    if stopping:
                         break
                 if out_of_time:
                     logging.info(

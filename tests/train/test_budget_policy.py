@@ -4,6 +4,7 @@ a clock that only stops a run of another schedule, and no clock without minutes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import types
 
@@ -129,3 +130,42 @@ def test_the_rate_factor_follows_a_step_rate_that_changes(tmp_path, first, then,
     assert last_decision["learning_rate"] == pytest.approx(factor, abs=1e-4)
     assert last_decision["step"] > first_decision["step"]
     assert len(steady_record["decisions"]) == 1  # a steady rate is decided once
+
+
+def _evaluation_pause(tmp_path, inside_pause: bool):
+    """A 10-minute budget at 0.25 s a step (4 steps/s) with a 20-second dev evaluation after
+    step 1,000, inside BudgetPolicy.paused or not; returns the steps expected before it and 10
+    steps after it, and the rate decisions recorded."""
+    clock = FakeClock()
+    trainer = _trainer(REVISED, minutes=10)
+    limits = BudgetPolicy(trainer, 10, 10**6, str(tmp_path), clock=clock)
+    limits.start(0)
+    for step in range(1, 1001):
+        clock.now += 0.25
+        before = limits.observe(step, log=False).expected
+    with limits.paused() if inside_pause else contextlib.nullcontext():
+        clock.now += 20.0
+    for step in range(1001, 1011):
+        clock.now += 0.25
+        after = limits.observe(step, log=False).expected
+    with open(tmp_path / "peak_rate.json") as f:
+        return before, after, json.load(f)["decisions"], trainer.hparams
+
+
+def test_an_evaluation_pause_is_left_out_of_the_step_rate(tmp_path):
+    (tmp_path / "paused").mkdir()
+    (tmp_path / "unmarked").mkdir()
+    before, after, decisions, hparams = _evaluation_pause(tmp_path / "paused", inside_pause=True)
+    # 350 s left at step 1,000: 2,400 steps. After the pause 327.5 s are left at step 1,010:
+    # the pause's 80 steps come off, at the rate of training, and nothing is revised.
+    assert before == 1000 + 4 * 350
+    assert after == 1010 + 4 * 327.5
+    assert len(decisions) == 1
+    assert decisions[0]["learning_rate"] == pytest.approx(budget.rate_factor(hparams, 2400), 1e-3)
+    # The same pause unmarked: the last minute held 40 s of steps and 20 s of evaluation, read
+    # as a machine a third slower, and the run revises its factor for steps it will not lose.
+    _, unmarked, revised, _ = _evaluation_pause(tmp_path / "unmarked", inside_pause=False)
+    assert unmarked < 1010 + 3 * 327.5
+    assert len(revised) == 2
+    assert revised[1]["learning_rate"] == pytest.approx(budget.rate_factor(hparams, unmarked), 1e-3)
+    assert revised[1]["learning_rate"] < decisions[0]["learning_rate"] - 0.05
