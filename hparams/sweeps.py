@@ -6,8 +6,8 @@ same shape (`SweepDefinition.load`). Each row may carry the paper's own numbers 
 a report can set the two side by side.
 
 table3_small scales every Table 3 row around `transformer_small_table3`: transformer_small's size
-with the paper's 8 heads (so d_k = d_v = 256 / 8 = 32) and base recipe: N = 3 layers, d_model
-256, d_ff 1024, half the paper's depth and width.
+and CPU recipe with the paper's 8 heads (so d_k = d_v = 256 / 8 = 32) and regularization: N = 3
+layers, d_model 256, d_ff 1024, half the paper's depth and width.
 Each row keeps its relation to the base:
   (A) h as in the paper with h * d_k = d_model: d_k = d_v halved (512, 128, 32, 16 -> 256, 64,
       16, 8), so the attention's parameters and computation stay the base's;
@@ -133,7 +133,7 @@ SWEEPS: Registry[SweepDefinition] = Registry("sweep")
 
 # --- table3_small --------------------------------------------------------------------------------
 
-# The small base: N 3, d_model 256, d_ff 1024 with the paper's 8 heads and base recipe.
+# The small base: N 3, d_model 256, d_ff 1024 with the paper's 8 heads and regularization.
 TABLE3_SMALL_SET = "transformer_small_table3"
 
 
