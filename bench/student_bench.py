@@ -178,11 +178,15 @@ def plot(rows: list[dict], path: str) -> None:
         axes.annotate(label(row), (row["sentences_per_second"], row["bleu"]), fontsize=7,
                       xytext=offset, textcoords="offset points")  # fmt: skip
     axes.set_xscale("log")
-    search = f"beam {FLAGS.beam_size}" if FLAGS.beam_size > 1 else "greedy"
-    axes.set_xlabel(f"sentences per second, {search}, {shown[0]['cores']} CPUs (log scale)")
+    axes.set_xlabel(f"sentences per second, {search_name()}, {shown[0]['cores']} CPUs (log scale)")
     axes.set_ylabel("test BLEU")
     axes.set_title("teacher (circles) and student (squares); blue t2t_lite, red CTranslate2")
     write_png(figure, path, dpi=120)
+
+
+def search_name() -> str:
+    """The search every setting ran, as the table and the plot name it."""
+    return f"beam {FLAGS.beam_size}" if FLAGS.beam_size > 1 else "greedy search"
 
 
 def label(row: dict) -> str:
@@ -224,8 +228,7 @@ def main(argv) -> None:
     about = machine(load)
     base = next(r for r in rows if r["model"] == "teacher" and r["weights"] == "float32"
                 and not r["shortlist"] and r["cores"] == 2)["sentences_per_second"]  # fmt: skip
-    search = f"beam {FLAGS.beam_size}" if FLAGS.beam_size > 1 else "greedy search"
-    text = (f"Teacher and student on {FLAGS.source}, {search}: {about['cpu']}, commit "
+    text = (f"Teacher and student on {FLAGS.source}, {search_name()}: {about['cpu']}, commit "
             f"{about['commit']}, "
             f"{about['date']}; medians of {FLAGS.repeats} timed passes of {FLAGS.timed_lines} "
             f"sentences; load {about['load']}\n\n{table(rows, base)}\n")  # fmt: skip
