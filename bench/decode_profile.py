@@ -30,7 +30,7 @@ from machine import machine, write_record  # bench/machine.py, beside this scrip
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "peers"))
 import protocol as P  # noqa: E402  (bench/peers/protocol.py: the one benchmark configuration)
 
-from t2t_lite.decode import search, transformer_step  # noqa: E402
+from t2t_lite.decode import sampling, search, transformer_step  # noqa: E402
 from t2t_lite.hparams import get_hparams  # noqa: E402
 from t2t_lite.model import quantize  # noqa: E402
 from t2t_lite.model.transformer import Transformer  # noqa: E402
@@ -106,7 +106,7 @@ def make_search(task: str, dtype: str, patch=None):
 
         batch = tf.shape(inputs)[0]
         if task == "greedy":
-            return search.greedy_search(step, cache, batch, P.TARGET_LENGTH).ids
+            return sampling.greedy_search(step, cache, batch, P.TARGET_LENGTH).ids
         return search.beam_search(step, cache, batch, P.BEAM, P.ALPHA, P.TARGET_LENGTH).ids
 
     return decode_batch

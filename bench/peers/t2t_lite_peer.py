@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 import protocol as P  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite.decode import search, transformer_step  # noqa: E402
+from t2t_lite.decode import sampling, search, transformer_step  # noqa: E402
 from t2t_lite.hparams import get_hparams  # noqa: E402
 from t2t_lite.model import flops, quantize  # noqa: E402
 from t2t_lite.model.transformer import Transformer  # noqa: E402
@@ -99,7 +99,7 @@ def decode(args) -> None:
 
         batch = tf.shape(inputs)[0]
         if args.task.startswith("greedy"):
-            return search.greedy_search(step, cache, batch, length, buffer_length=buffer).ids
+            return sampling.greedy_search(step, cache, batch, length, buffer_length=buffer).ids
         return search.beam_search(
             step, cache, batch, P.BEAM, P.ALPHA, length, buffer_length=buffer
         ).ids

@@ -1,4 +1,5 @@
-"""Search over a step function: beam search with the GNMT length penalty, greedy and sampling.
+"""Search over a step function: beam search with the GNMT length penalty, and what every search
+shares (greedy and sampling are in `t2t_lite.decode.sampling`).
 
 Every search here is model-agnostic. It drives a step function
 
@@ -48,7 +49,7 @@ def length_penalty(length: tf.Tensor | int, alpha: tf.Tensor | float) -> tf.Tens
     return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, tf.cast(alpha, tf.float32))
 
 
-def _per_sentence(max_length: tf.Tensor | int, batch: tf.Tensor) -> tf.Tensor:
+def sentence_lengths(max_length: tf.Tensor | int, batch: tf.Tensor) -> tf.Tensor:
     """A scalar or [batch] maximum output length --> [batch] int32, checked positive."""
     lengths = tf.broadcast_to(tf.cast(max_length, tf.int32), [batch])
     with tf.control_dependencies(
@@ -57,7 +58,7 @@ def _per_sentence(max_length: tf.Tensor | int, batch: tf.Tensor) -> tf.Tensor:
         return tf.identity(lengths)
 
 
-def _log_probs(logits: tf.Tensor, pad_id: int | None) -> tf.Tensor:
+def normalized_log_probs(logits: tf.Tensor, pad_id: int | None) -> tf.Tensor:
     """[rows, vocab] logits (or log-probs: log_softmax leaves them unchanged) --> float32
     log-probs, with `pad_id` made impossible without renormalizing the other tokens."""
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
@@ -119,7 +120,7 @@ def _best_log_probs(logits: tf.Tensor, k: int, pad_id: int | None) -> tuple[tf.T
     return log_probs, ids
 
 
-def _buffer_length(max_lengths: tf.Tensor, buffer_length: int | tf.Tensor | None) -> tf.Tensor:
+def loop_length(max_lengths: tf.Tensor, buffer_length: int | tf.Tensor | None) -> tf.Tensor:
     """The positions a search's state holds: max(max_lengths), or `buffer_length` when given.
 
     A given `buffer_length` (at least every max_length, checked) depends on shapes and constants
@@ -135,7 +136,7 @@ def _buffer_length(max_lengths: tf.Tensor, buffer_length: int | tf.Tensor | None
         return tf.identity(buffer_length)
 
 
-def _shape_invariants(loop_vars: Any) -> Any:
+def shape_invariants(loop_vars: Any) -> Any:
     """A search loop's shape invariants: every axis of size 0 at the start may grow (a model
     cache that gains a position per step, as `Transformer.init_cache` makes); the rest keep
     their static shapes."""
@@ -172,7 +173,7 @@ class _BeamSetup(NamedTuple):
     def make(cls, batch_size, k, alpha, max_length, eos_id, pad_id, nbest, banks) -> _BeamSetup:
         """From `beam_search`'s arguments (k = beam_size)."""
         batch = tf.cast(batch_size, tf.int32)
-        max_lengths, alpha = _per_sentence(max_length, batch), tf.cast(alpha, tf.float32)
+        max_lengths, alpha = sentence_lengths(max_length, batch), tf.cast(alpha, tf.float32)
         offsets, top_ranks = tf.range(batch)[:, None] * k, tf.range(2 * k)[None, :] < k
         return cls(k, nbest, eos_id, pad_id, batch, max_lengths, alpha, offsets, top_ranks, banks)
 
@@ -338,7 +339,7 @@ def beam_search(
       eos_id: the end-of-sequence id.
       pad_id: an id never generated (padding); None allows all.
       nbest: how many finished hypotheses to return, 1 <= nbest <= beam_size.
-      buffer_length: see `_buffer_length`.
+      buffer_length: see `loop_length`.
       banks: None, or a `t2t_lite.decode.terminology.TermBanks`: terminology constraints'
         candidates and their allocation of the beam (dynamic beam allocation).
 
@@ -349,13 +350,13 @@ def beam_search(
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest must be in [1, beam_size={beam_size}], got {nbest}")
     setup = _BeamSetup.make(batch_size, beam_size, alpha, max_length, eos_id, pad_id, nbest, banks)
-    total = _buffer_length(setup.max_lengths, buffer_length)
+    total = loop_length(setup.max_lengths, buffer_length)
     start = (_initial_beams(initial_cache, setup.batch, beam_size, total),)
     (beams,) = tf.while_loop(
         lambda beams: _beams_searching(setup, beams),
         lambda beams: (_beam_step(step_fn, setup, beams),),
         start,
-        _shape_invariants(start),
+        shape_invariants(start),
         maximum_iterations=total,
     )
     # [batch, k, total + 1] --> [batch, nbest, total], dropping the start position.
@@ -368,107 +369,3 @@ def beam_search(
         lengths = tf.reduce_sum(tf.cast(ids > 0, tf.int32), axis=-1)
         scores = log_probs / length_penalty(lengths, setup.alpha)
     return SearchResult(ids, scores, log_probs)
-
-
-def _filter_top_k(logits: tf.Tensor, top_k: int) -> tf.Tensor:
-    """Keeps the `top_k` largest logits of [rows, vocab] (ties at the k-th kept too); a `top_k`
-    of the vocabulary's size or more keeps them all."""
-    vocab = logits.shape[-1]
-    if vocab is not None and top_k >= vocab:
-        return logits
-    kth = tf.math.top_k(logits, top_k).values[:, -1:]  # --> [rows, 1]
-    return tf.where(logits < kth, NEG_INF, logits)
-
-
-def _filter_top_p(logits: tf.Tensor, top_p: float) -> tf.Tensor:
-    """Nucleus filter on [rows, vocab]: keeps the fewest most likely tokens whose probabilities
-    sum to at least `top_p` (the most likely token always)."""
-    sorted_logits = tf.sort(logits, axis=-1, direction="DESCENDING")
-    mass_before = tf.cumsum(tf.nn.softmax(sorted_logits), axis=-1, exclusive=True)
-    kept = tf.where(mass_before < top_p, sorted_logits, float("inf"))
-    threshold = tf.reduce_min(kept, axis=-1, keepdims=True)  # --> [rows, 1]
-    return tf.where(logits < threshold, NEG_INF, logits)
-
-
-def sample_search(
-    step_fn: StepFn,
-    initial_cache: Any,
-    batch_size: int | tf.Tensor,
-    max_length: int | tf.Tensor,
-    temperature: float = 0.0,
-    top_k: int = 0,
-    top_p: float = 1.0,
-    seed: int | tf.Tensor = 0,
-    eos_id: int = EOS_ID,
-    pad_id: int | None = PAD_ID,
-    buffer_length: int | tf.Tensor | None = None,
-) -> SearchResult:
-    """Greedy search (temperature 0) or ancestral sampling, one hypothesis per sentence.
-
-    Sampling draws from softmax(log_probs / temperature) restricted to the `top_k` most likely
-    tokens (0: all) and then to the nucleus of mass `top_p` (1.0: all). Draws are stateless: the
-    same `seed` and batch give the same samples. `temperature`, `top_k` and `top_p` are Python
-    numbers fixed when the graph is built. Returns a SearchResult with ids [batch, 1,
-    max(max_length)]; its scores and log_probs [batch, 1] are both the model's own log-probability
-    of the hypothesis (before temperature and filtering). `buffer_length`: see `_buffer_length`."""
-    if temperature < 0 or top_k < 0 or not 0.0 < top_p <= 1.0:
-        raise ValueError(
-            f"need temperature >= 0, top_k >= 0 and 0 < top_p <= 1; got temperature="
-            f"{temperature}, top_k={top_k}, top_p={top_p}"
-        )
-    batch = tf.cast(batch_size, tf.int32)
-    max_lengths = _per_sentence(max_length, batch)  # --> [batch]
-    total = _buffer_length(max_lengths, buffer_length)
-    seed = tf.cast(seed, tf.int32)
-
-    def choose(log_probs, i):
-        if temperature == 0.0:
-            return tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-        logits = log_probs / temperature
-        if top_k:
-            logits = _filter_top_k(logits, top_k)
-        if top_p < 1.0:
-            logits = _filter_top_p(logits, top_p)
-        draws = tf.random.stateless_categorical(logits, 1, seed=tf.stack([seed, i]), dtype=tf.int32)
-        return draws[:, 0]  # [batch, 1] --> [batch]
-
-    def body(i, seq, done, total_lp, cache):
-        logits, cache = step_fn(seq[:, i], i, cache)
-        log_probs = _log_probs(logits, pad_id)  # --> [batch, vocab]
-        token = tf.where(done, 0, choose(log_probs, i))  # --> [batch]
-        token_lp = tf.gather(log_probs, token, batch_dims=1)
-        total_lp += tf.where(done, 0.0, token_lp)
-        done |= tf.equal(token, eos_id) | (i + 1 >= max_lengths)
-        return i + 1, write_column(seq, i + 1, token), done, total_lp, cache
-
-    def cond(i, seq, done, total_lp, cache):
-        return tf.logical_not(tf.reduce_all(done))
-
-    seq = tf.zeros([batch, total + 1], tf.int32)
-    start = (tf.constant(0), seq, tf.zeros([batch], tf.bool), tf.zeros([batch]), initial_cache)
-    _, seq, _, total_lp, _ = tf.while_loop(
-        cond, body, start, _shape_invariants(start), maximum_iterations=total
-    )
-    # [batch, total + 1] --> [batch, 1, total], dropping the start position.
-    return SearchResult(seq[:, None, 1:], total_lp[:, None], total_lp[:, None])
-
-
-def greedy_search(
-    step_fn: StepFn,
-    initial_cache: Any,
-    batch_size: int | tf.Tensor,
-    max_length: int | tf.Tensor,
-    eos_id: int = EOS_ID,
-    pad_id: int | None = PAD_ID,
-    buffer_length: int | tf.Tensor | None = None,
-) -> SearchResult:
-    """The most likely token at every step; see `sample_search`."""
-    return sample_search(
-        step_fn,
-        initial_cache,
-        batch_size,
-        max_length,
-        eos_id=eos_id,
-        pad_id=pad_id,
-        buffer_length=buffer_length,
-    )

@@ -17,13 +17,8 @@ import tensorflow as tf
 
 from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.decode.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
-from t2t_lite.decode.search import (
-    SearchResult,
-    StepFn,
-    beam_search,
-    sample_search,
-    write_column,
-)
+from t2t_lite.decode.sampling import sample_search
+from t2t_lite.decode.search import SearchResult, StepFn, beam_search, write_column
 from t2t_lite.decode.terminology import TermBanks, TermConstraint
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.ensemble import members

@@ -23,7 +23,7 @@ from decoding_helpers import (
     tiny_model,
 )
 
-from t2t_lite.decode import search, transformer_step
+from t2t_lite.decode import sampling, search, transformer_step
 
 
 def test_length_penalty_is_gnmt():
@@ -64,7 +64,7 @@ def test_beam_one_equals_greedy_with_alpha_zero():
     inputs = random_inputs(16, 6, 11, seed=0)
     step_fn, cache = eos_after_input(*transformer_step.model_step_fn(model, inputs, 9), inputs)
     beam = search.beam_search(step_fn, cache, 16, 1, 0.0, 9)
-    greedy = search.greedy_search(step_fn, cache, 16, 9)
+    greedy = sampling.greedy_search(step_fn, cache, 16, 9)
     ids = beam.ids.numpy()
     # Both ends are exercised: some outputs stop at EOS, some run to the maximum length.
     assert 0 < (ids == 1).any(axis=-1).sum() < 16
@@ -336,7 +336,7 @@ def test_sampling_follows_temperature_top_k_and_top_p():
     n = 20000
 
     def frequencies(**kwargs):
-        result = search.sample_search(step_fn, {}, n, 1, seed=7, **kwargs)
+        result = sampling.sample_search(step_fn, {}, n, 1, seed=7, **kwargs)
         ids = result.ids.numpy()[:, 0, 0]
         return np.bincount(ids, minlength=6) / n, result
 
@@ -397,7 +397,7 @@ def test_bad_arguments_are_rejected():
     with pytest.raises(ValueError, match="nbest"):
         search.beam_search(step_fn, cache, 1, 2, 0.6, 2, nbest=3)
     with pytest.raises(ValueError, match="top_p"):
-        search.sample_search(step_fn, cache, 1, 2, temperature=1.0, top_p=0.0)
+        sampling.sample_search(step_fn, cache, 1, 2, temperature=1.0, top_p=0.0)
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_length"):
         search.beam_search(step_fn, cache, 1, 2, 0.6, 0)
 

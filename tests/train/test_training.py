@@ -55,7 +55,7 @@ def test_tiny_model_learns_reverse(tmp_path):
 
 def test_non_finite_loss_stops_before_update_and_checkpoint(tmp_path):
     from t2t_lite.run.checkpoints import checkpoint_step, list_checkpoints
-    from t2t_lite.train.loop import NonFiniteError
+    from t2t_lite.train.config import NonFiniteError
 
     out = str(tmp_path / "run")
     # A learning rate of 1e25 makes the weights overflow within a few steps.
@@ -116,11 +116,12 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path):
     from t2t_lite.hparams import get_hparams
     from t2t_lite.run.checkpoints import checkpoint_step, list_checkpoints
     from t2t_lite.train import loop as training
+    from t2t_lite.train.config import TrainingInterrupted
 
     out = str(tmp_path / "run")
     hparams = get_hparams("transformer_tiny", FAST + ",batch_size=256")
     config = config_for(out, 40, 100)
-    with pytest.raises(training.TrainingInterrupted, match=r"SIGTERM at step (\d+)") as stop:
+    with pytest.raises(TrainingInterrupted, match=r"SIGTERM at step (\d+)") as stop:
         training.train(_SignalAt(12), config, hparams, "transformer_tiny")
     stopped = int(stop.value.args[0].split("at step ")[1].split(";")[0])
     assert 1 <= stopped < 40
@@ -134,9 +135,10 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path):
 def test_float16_loss_scale_collapse_stops_training():
     from types import SimpleNamespace
 
-    from t2t_lite.train import loop as training
+    from t2t_lite.train.config import NonFiniteError
+    from t2t_lite.train.step_loop import StepLoop
 
-    loop = training._Loop.__new__(training._Loop)
+    loop = StepLoop.__new__(StepLoop)
     loop.trainer = SimpleNamespace(loss_scaled=True)
     loop.keeper = SimpleNamespace(manager=SimpleNamespace(latest_checkpoint=None))
     loop.skipped_steps = 0
@@ -144,9 +146,9 @@ def test_float16_loss_scale_collapse_stops_training():
     loop._check_step(7, overflow)  # skipped, the scale halves to 4
     loop._check_step(8, {**overflow, "loss_scale": 4.0})
     assert loop.skipped_steps == 2
-    with pytest.raises(training.NonFiniteError, match=r"step 9: the float16 loss scale collapsed"):
+    with pytest.raises(NonFiniteError, match=r"step 9: the float16 loss scale collapsed"):
         loop._check_step(9, {**overflow, "loss_scale": 1.0})
-    with pytest.raises(training.NonFiniteError, match=r"step 10: non-finite loss"):
+    with pytest.raises(NonFiniteError, match=r"step 10: non-finite loss"):
         loop._check_step(10, {**overflow, "loss": np.nan})
 
 
@@ -154,15 +156,16 @@ def test_best_checkpoint_and_early_stopping_follow_the_metric(tmp_path, monkeypa
     from types import SimpleNamespace
 
     from t2t_lite.run.checkpoints import BestKeeper
-    from t2t_lite.train import loop as training
+    from t2t_lite.train import step_loop
+    from t2t_lite.train.step_loop import StepLoop
 
     model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
     model.build((None, 3))
     scripted = iter([0.5, 0.7, 0.6, 0.6, 0.8])  # dev_accuracy of successive evaluations
     monkeypatch.setattr(
-        training, "evaluate", lambda *args: {"dev_accuracy": next(scripted), "dev_loss": 1.0}
+        step_loop, "evaluate", lambda *args: {"dev_accuracy": next(scripted), "dev_loss": 1.0}
     )
-    loop = training._Loop.__new__(training._Loop)
+    loop = StepLoop.__new__(StepLoop)
     loop.trainer, loop.dev, loop.problem, loop.chief = None, None, None, True
     loop.config = SimpleNamespace(early_stopping=2, best_metric="dev_accuracy")
     loop.best = BestKeeper(model, str(tmp_path), "dev_accuracy", higher_is_better=True)

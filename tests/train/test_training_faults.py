@@ -57,9 +57,9 @@ def test_diverged_but_finite_run_finishes_with_its_last_checkpoint(tmp_path):
 
 
 def test_metrics_beyond_float32_are_not_written_to_the_summaries(tmp_path, caplog):
-    from t2t_lite.train import loop as training
+    from t2t_lite.train.step_loop import StepLoop
 
-    loop = training._Loop.__new__(training._Loop)
+    loop = StepLoop.__new__(StepLoop)
     loop.chief = True
     writer = tf.summary.create_file_writer(str(tmp_path))
     with caplog.at_level(logging.WARNING):
@@ -71,12 +71,12 @@ def test_metrics_beyond_float32_are_not_written_to_the_summaries(tmp_path, caplo
 
 
 def test_last_checkpoint_is_saved_before_the_final_evaluation(tmp_path, monkeypatch):
-    from t2t_lite.train import loop as training
+    from t2t_lite.train import step_loop
 
     def failing_evaluation(*args):
         raise FloatingPointError("the final evaluation failed")
 
-    monkeypatch.setattr(training, "evaluate", failing_evaluation)
+    monkeypatch.setattr(step_loop, "evaluate", failing_evaluation)
     with pytest.raises(FloatingPointError):
         run_training(str(tmp_path), steps=3, save_every=100, overrides=FAST)
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("ckpt-3")
