@@ -209,19 +209,29 @@ def _wrap(text: str, unit: Unit) -> str:
     return "\n".join(lines).replace("\0", " ")
 
 
-def translator_engine(translator) -> Engine:
+def translator_engine(translator, terminology=None) -> Engine:
     """The `Engine` of a `t2t_lite.decode.translator.Translator`: its best hypotheses, their
     alignments (`details`; none for an ensemble, whose sentences then align in proportion), its
-    tokenizer's counts and the model's positions."""
+    tokenizer's counts and the model's positions. With `terminology` (a
+    `t2t_lite.decode.guidance.Terminology`), each sentence's translation must contain the target
+    terms of the source terms in it, as for a line of `--terminology`."""
     import tensorflow as tf
 
+    from t2t_lite.decode.guidance import Guide
     from t2t_lite.vocabulary import UNK_ID
 
     aligns = hasattr(translator.model, "attention_maps")
     tokenizer = translator.tokenizer
 
+    def guides(sentences: list[str]) -> list[Guide] | None:
+        if terminology is None:
+            return None
+        return [Guide("", terminology.constraints_for(s)) for s in sentences]
+
     def translate(sentences: list[str]) -> list[tuple[str, Alignment | None]]:
-        found = translator.hypotheses(sentences, log_progress=False, details=aligns)
+        found = translator.hypotheses(
+            sentences, log_progress=False, details=aligns, guides=guides(sentences)
+        )
         return [
             (hyps[0].text, read_pharaoh(hyps[0].details.alignment) if aligns else None)
             if hyps

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from t2t_lite.data import iter_raw_lines
-from t2t_lite.decode.guidance import read_guides
+from t2t_lite.decode.guidance import Terminology, read_guides
 from t2t_lite.decode.replicas import decode_strategy
 from t2t_lite.decode.translator import Hypothesis, Translator
 from t2t_lite.hparams.search_settings import parse_sampling
@@ -236,7 +236,6 @@ _LINE_FLAGS = {
     "score_file": "scores lines",
     "prefix_file": "guides lines",
     "constraints_file": "guides lines",
-    "terminology": "guides lines",
     "alignment": "aligns lines",
 }
 
@@ -269,10 +268,11 @@ def _decode_document(config: DecodeConfig, restore: Callable[[], Run] | None) ->
         raise ValueError("--input_format=document writes one translation: use --nbest=1 and "
                          "--output_format=text")  # fmt: skip
     text = read_document(config.decode_from_file) if config.decode_from_file else None
+    terms = Terminology.read(config.terminology) if config.terminology else None
     translator = Translator.from_run((restore or config.restore)(), config.batch_tokens,
                                      config.jit_compile)  # fmt: skip
     text = read_document(None) if text is None else text
-    translated = translator.translate_document(text, config.source_language)
+    translated = translator.translate_document(text, config.source_language, terms)
     lines = translated.split("\n")
     if lines[-1] == "":  # write_lines ends every line
         lines.pop()

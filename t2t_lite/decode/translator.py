@@ -22,7 +22,13 @@ from t2t_lite.decode.batches import bucket_rows, bucket_width, pad_batch, token_
 from t2t_lite.decode.confidence import Calibration
 from t2t_lite.decode.details import Details, describe, forced_pass
 from t2t_lite.decode.exported import ExportedTranslator, is_export, shape_translations
-from t2t_lite.decode.guidance import EncodedGuides, Guide, encode_guides, report_unplaced
+from t2t_lite.decode.guidance import (
+    EncodedGuides,
+    Guide,
+    Terminology,
+    encode_guides,
+    report_unplaced,
+)
 from t2t_lite.decode.replicas import split_rows
 from t2t_lite.decode.search import SearchResult
 from t2t_lite.decode.transformer_step import output_lengths, score_ids, search_function
@@ -151,13 +157,18 @@ class Translator:
             run.shortlist,
         )
 
-    def translate_document(self, text: str, language: str | None = None) -> str:
+    def translate_document(
+        self, text: str, language: str | None = None, terminology: Terminology | None = None
+    ) -> str:
         """A whole document (plain text, Markdown or HTML-like text) translated in the same
         layout, its markup and placeholders kept (`t2t_lite.decode.document`); `language`:
-        the source's, for sentence splitting (default: the problem's source language)."""
+        the source's, for sentence splitting (default: the problem's source language);
+        `terminology`: a term table whose target terms each sentence's translation must
+        contain where the sentence has the source term."""
         from t2t_lite.decode.document import translate_document, translator_engine
 
-        return translate_document(text, translator_engine(self), language or self.source_language)
+        engine = translator_engine(self, terminology)
+        return translate_document(text, engine, language or self.source_language)
 
     def translate(
         self,

@@ -184,15 +184,35 @@ def test_a_translator_translates_a_document_as_its_sentences(run_dir):
         assert sorted(tags.tags) == sorted(_Tags(source).tags)
 
 
-def test_t2t_decode_input_format_document(run_dir, tmp_path):
-    (tmp_path / "doc.md").write_text("# 1 2 3\n\n- 4 <b>5</b>\n- 6\n")
-    config = DecodeConfig(
+def test_a_document_takes_terminology_as_its_lines_do(run_dir, tmp_path):
+    """--terminology with a document: each sentence is held to the target terms of the source
+    terms in it, as the same sentence on a line of its own with those constraints."""
+    (tmp_path / "terms.tsv").write_text("# source<TAB>target\n3\t9 9\n6\t2\n")
+    config = _document_config(run_dir, tmp_path, "1 2 <b>3 4</b> 5\n\n6 7 8\n")
+    assert run_decode(dataclasses.replace(config, terminology=str(tmp_path / "terms.tsv"))) == 3
+    translator = Translator.from_run(str(run_dir / "out"), beam_size=2)
+    expected = translator.translate(["1 2 3 4 5", "6 7 8"], constraints=[["9 9"], ["2"]])
+    assert "9 9" in expected[0] and "2" in expected[1].split()
+    assert expected != translator.translate(["1 2 3 4 5", "6 7 8"])  # the terms changed them
+    paragraphs = (tmp_path / "out.md").read_text().rstrip("\n").split("\n\n")
+    assert [_Tags(p).words for p in paragraphs] == [e.split() for e in expected]
+    assert _Tags(paragraphs[0]).tags == _Tags("<b></b>").tags
+
+
+def _document_config(run_dir, tmp_path, document: str) -> DecodeConfig:
+    """t2t-decode --input_format=document of `document` (written to doc.md) into out.md."""
+    (tmp_path / "doc.md").write_text(document)
+    return DecodeConfig(
         str(run_dir / "out"),
         decode_from_file=str(tmp_path / "doc.md"),
         decode_to_file=str(tmp_path / "out.md"),
         input_format="document",
         beam_size=2,
     )
+
+
+def test_t2t_decode_input_format_document(run_dir, tmp_path):
+    config = _document_config(run_dir, tmp_path, "# 1 2 3\n\n- 4 <b>5</b>\n- 6\n")
     assert run_decode(config) == 4
     translator = Translator.from_run(str(run_dir / "out"), beam_size=2)
     written = (tmp_path / "out.md").read_text()

@@ -11,6 +11,7 @@ import pytest
 import serve_helpers
 from fastapi.testclient import TestClient
 
+from t2t_lite.decode.guidance import Terminology
 from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
 from t2t_lite.serve.web.api import Limits
@@ -82,6 +83,24 @@ def test_without_streaming_the_answer_is_the_document(client, output_dir):
     assert answer.json()["document"] == translator.translate_document(DOCUMENT)
 
 
+def test_a_document_takes_terminology_as_its_sentences_do(client, output_dir):
+    """Each sentence with a source term is held to its target term, as the same sentence
+    with that constraint through /api/translate's path (the Translator)."""
+    body = {"text": DOCUMENT, "beam_size": 2, "terminology": [["box", "door"]]}
+    events = server_events(client.post("/api/document", json=body).text)
+    sentences = [data for name, data in events if name == "sentence"]
+    translator = Translator.from_run(output_dir, beam_size=2)
+    sources = [s["source"] for s in sentences]
+    constraints = [["door"] if "box" in source.split() else [] for source in sources]
+    assert constraints == [["door"], [], ["door"], []]
+    expected = translator.translate(sources, constraints=constraints)
+    assert [s["translation"] for s in sentences] == expected
+    assert all("door" in e.split() for e, c in zip(expected, constraints, strict=True) if c)
+    assert expected != translator.translate(sources)
+    terms = Terminology([("box", "door")])
+    assert events[-1][1]["document"] == translator.translate_document(DOCUMENT, terminology=terms)
+
+
 @pytest.mark.parametrize(
     "body, status, field",
     [
@@ -89,6 +108,9 @@ def test_without_streaming_the_answer_is_the_document(client, output_dir):
         ({"text": "x" * 401}, 413, "text"),
         ({"text": "a b", "nbest": 2, "beam_size": 2}, 422, "nbest"),
         ({"text": "a b", "stream": "yes"}, 422, "stream"),
+        ({"text": "a b", "terminology": [["box"]]}, 422, "terminology[0]"),
+        ({"text": "a b", "terminology": [["box", "x" * 101]]}, 413, "terminology[0][1]"),
+        ({"text": "a b", "terminology": [["a", "b"]], "sampling": "seed:1"}, 422, "terminology"),
     ],
 )
 def test_bad_documents_are_named(client, body, status, field):

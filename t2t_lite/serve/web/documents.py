@@ -27,6 +27,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from t2t_lite.decode.document import Engine, translate_events
+from t2t_lite.decode.guidance import Guide, Terminology
 from t2t_lite.decode.markup import read_pharaoh
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.serve.web import adapters, api
@@ -39,6 +40,11 @@ class DocumentRequest(api.SearchFields):
         None, strict=True, description="The source's language code for sentence splitting."
     )
     stream: bool = Field(True, strict=True, description="Server-sent events as it goes.")
+    terminology: list[list[str]] | None = Field(
+        None,
+        description="[source term, target term] pairs: each sentence's translation contains the "
+        "target terms of the source terms in it (as t2t-decode --terminology).",
+    )
 
 
 class DocumentResponse(BaseModel):
@@ -46,18 +52,22 @@ class DocumentResponse(BaseModel):
     settings: dict
 
 
-def backend_engine(backend: Backend, settings: SearchSettings) -> Engine:
+def backend_engine(
+    backend: Backend, settings: SearchSettings, terminology: Terminology | None = None
+) -> Engine:
     """The backend's `Engine`: a run's translator (alignments and token counts), or for a
     SavedModel its `translate` with details where its guided signature gives them (a
-    truncated sentence is logged; its tokenizer is inside the graph)."""
+    truncated sentence is logged; its tokenizer is inside the graph). `terminology`: each
+    sentence guided by the target terms of the source terms in it."""
     own = getattr(backend, "document_engine", None)
     if own is not None:
-        return own(settings)
+        return own(settings, terminology)
     details = backend.capabilities.guided_nbest != 0
 
     def translate(sentences: list[str]) -> list[tuple[str, Sequence | None]]:
         found = []
-        for result in backend.translate(sentences, settings, None, details):
+        guides = terminology and [Guide("", terminology.constraints_for(s)) for s in sentences]
+        for result in backend.translate(sentences, settings, guides or None, details):
             if result["truncated"]:
                 logging.warning("a document's sentence was truncated: %.60s", result["source"])
             best = result["hypotheses"][0] if result["hypotheses"] else {"text": ""}
@@ -89,7 +99,12 @@ def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate)
             raise api.ApiError(422, "text", "text is empty")
         language = request.language or getattr(backend, "source_language", "en")
         chosen = adapters.chosen(backend, request.adapter)  # a LoRA adapter, by name
-        events = translate_events(text, backend_engine(chosen, settings), language)
+        terms = check_terminology(request.terminology, limits)
+        if terms is not None:
+            api.check_guided(settings, chosen.capabilities, "terminology", None)
+            if settings.sampling:
+                raise api.ApiError(422, "terminology", "terminology needs beam search")
+        events = translate_events(text, backend_engine(chosen, settings, terms), language)
         release = gate.hold()  # 429 at once when every slot is busy
         if not request.stream:
             try:
@@ -98,6 +113,19 @@ def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate)
                 release()
             return {"document": last["document"], "settings": settings.to_dict()}
         return StreamingResponse(_stream(events, release), media_type="text/event-stream")
+
+
+def check_terminology(pairs: list[list[str]] | None, limits: api.Limits) -> Terminology | None:
+    """The request's term pairs as a `Terminology` (None without them); an ApiError names a
+    pair that is not two non-empty terms within the limits."""
+    if pairs is None:
+        return None
+    for i, pair in enumerate(pairs):
+        if len(pair) != 2 or not all(term.strip() for term in pair):
+            raise api.ApiError(422, f"terminology[{i}]", "give [source term, target term]")
+        for j, term in enumerate(pair):
+            api.check_text(term, f"terminology[{i}][{j}]", limits.max_characters)
+    return Terminology([(source.strip(), target.strip()) for source, target in pairs])
 
 
 async def _stream(events, release) -> AsyncIterator[str]:

@@ -133,9 +133,10 @@ class RunBackend:
             for source, length, hyps in zip(stripped, lengths, found, strict=True)
         ]
 
-    def document_engine(self, settings: SearchSettings) -> Engine:
-        """What a document needs of this run's translator for `settings` (`/api/document`)."""
-        return translator_engine(self.translators.get(settings))
+    def document_engine(self, settings: SearchSettings, terminology=None) -> Engine:
+        """What a document needs of this run's translator for `settings` (`/api/document`),
+        with a request's `Terminology` or None."""
+        return translator_engine(self.translators.get(settings), terminology)
 
     def attention(self, sentence: str, settings: SearchSettings) -> dict:
         maps = sentence_attention(self.translators.get(settings), sentence)
