@@ -95,7 +95,8 @@ transformer_small = _cpu_sized(num_layers=3, d_model=256, max_positions=512).rep
 # where native, the held peak and the rate factor from the expected steps). Written out in full so
 # the sweep's rows stay the same whatever transformer_small becomes. The paper's post-norm with
 # 2,048-token batches (this set until 2026-11-28) reached 4.8 dev BLEU in 1,000 steps on lohelp
-# en-de, where every row was still starting (docs/table3/); dropout stays on because (D) varies it.
+# en-de, where every row was still starting (docs/table3/steps_1000/). Dropout stays on in every
+# run because (D) varies it.
 transformer_small_table3 = _cpu_sized(num_layers=3, d_model=256, max_positions=512).replace(
     num_heads=8,
     norm_position="pre",
