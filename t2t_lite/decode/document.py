@@ -217,20 +217,17 @@ def translator_engine(translator, terminology=None) -> Engine:
     terms of the source terms in it, as for a line of `--terminology`."""
     import tensorflow as tf
 
-    from t2t_lite.decode.guidance import Guide
     from t2t_lite.vocabulary import UNK_ID
 
     aligns = hasattr(translator.model, "attention_maps")
     tokenizer = translator.tokenizer
 
-    def guides(sentences: list[str]) -> list[Guide] | None:
-        if terminology is None:
-            return None
-        return [Guide("", terminology.constraints_for(s)) for s in sentences]
-
     def translate(sentences: list[str]) -> list[tuple[str, Alignment | None]]:
         found = translator.hypotheses(
-            sentences, log_progress=False, details=aligns, guides=guides(sentences)
+            sentences,
+            log_progress=False,
+            details=aligns,
+            guides=terminology.guides(sentences) if terminology is not None else None,
         )
         return [
             (hyps[0].text, read_pharaoh(hyps[0].details.alignment) if aligns else None)

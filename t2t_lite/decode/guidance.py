@@ -65,6 +65,10 @@ class Terminology:
         pairs = zip(self.entries, self._patterns, strict=True)
         return tuple(dict.fromkeys(target for (_, target), p in pairs if p.search(line)))
 
+    def guides(self, lines: Sequence[str]) -> list[Guide]:
+        """One Guide a line: no prefix, the target terms of the source terms in it."""
+        return [Guide("", self.constraints_for(line)) for line in lines]
+
 
 def read_guides(
     count: int,

@@ -297,11 +297,11 @@ def check_guides(request: TranslateRequest, limits: Limits) -> list | None:
 
 
 def check_guided(
-    settings: SearchSettings, capabilities: Capabilities, field: str, guides: list | None
+    settings: SearchSettings, capabilities: Capabilities, field: str, constrained: bool
 ) -> None:
     """An ApiError 422 naming `field` where the backend cannot guide or describe this search:
-    a model without it (an ensemble, an older export), sampling with constraints, or more
-    n-best than it gives."""
+    a model without it (an ensemble, an older export), sampling with constraints
+    (`constrained`: the request holds target terms), or more n-best than it gives."""
     most = capabilities.guided_nbest
     if most == 0:
         raise ApiError(
@@ -314,8 +314,8 @@ def check_guided(
         raise ApiError(
             422, "nbest", f"nbest: with {field}, this SavedModel gives the best translation only"
         )
-    if settings.sampling and any(g.constraints for g in guides or ()):
-        raise ApiError(422, "constraints", "constraints need beam search; drop sampling")
+    if settings.sampling and constrained:
+        raise ApiError(422, field, f"{field}: target terms need beam search; drop sampling")
 
 
 def validation_error(errors: list[dict[str, Any]]) -> ApiError:

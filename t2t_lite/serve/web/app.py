@@ -173,7 +173,8 @@ def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits) -> No
         guides = api.check_guides(request, limits)
         if guides is not None or request.details:
             field = "details" if guides is None else "constraints"
-            api.check_guided(settings, caps, field, guides)
+            constrained = any(g.constraints for g in guides or ())
+            api.check_guided(settings, caps, field, constrained)
         chosen = adapters.chosen(backend, request.adapter)
         results = await gate.run(chosen.translate, sentences, settings, guides, request.details)
         if caps.parsing:

@@ -27,7 +27,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from t2t_lite.decode.document import Engine, translate_events
-from t2t_lite.decode.guidance import Guide, Terminology
+from t2t_lite.decode.guidance import Terminology
 from t2t_lite.decode.markup import read_pharaoh
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.serve.web import adapters, api
@@ -66,8 +66,8 @@ def backend_engine(
 
     def translate(sentences: list[str]) -> list[tuple[str, Sequence | None]]:
         found = []
-        guides = terminology and [Guide("", terminology.constraints_for(s)) for s in sentences]
-        for result in backend.translate(sentences, settings, guides or None, details):
+        guides = terminology.guides(sentences) if terminology is not None else None
+        for result in backend.translate(sentences, settings, guides, details):
             if result["truncated"]:
                 logging.warning("a document's sentence was truncated: %.60s", result["source"])
             best = result["hypotheses"][0] if result["hypotheses"] else {"text": ""}
@@ -89,7 +89,7 @@ def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate)
     async def document(request: DocumentRequest):
         """A document translated in its layout, its markup and placeholders kept: server-sent
         events sentence by sentence (`stream`), or the whole document at the end."""
-        chosen = adapters.chosen(backend, request.adapter)
+        chosen = adapters.chosen(backend, request.adapter)  # a LoRA adapter, by name
         settings = api.resolve_settings(request, chosen.capabilities, limits)
         if settings.nbest != 1:
             raise api.ApiError(422, "nbest", "a document is translated with nbest 1")
@@ -98,12 +98,9 @@ def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate)
         if not text.strip():
             raise api.ApiError(422, "text", "text is empty")
         language = request.language or getattr(backend, "source_language", "en")
-        chosen = adapters.chosen(backend, request.adapter)  # a LoRA adapter, by name
         terms = check_terminology(request.terminology, limits)
         if terms is not None:
-            api.check_guided(settings, chosen.capabilities, "terminology", None)
-            if settings.sampling:
-                raise api.ApiError(422, "terminology", "terminology needs beam search")
+            api.check_guided(settings, chosen.capabilities, "terminology", constrained=True)
         events = translate_events(text, backend_engine(chosen, settings, terms), language)
         release = gate.hold()  # 429 at once when every slot is busy
         if not request.stream:
