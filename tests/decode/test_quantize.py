@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 from decoding_helpers import random_inputs, tiny_model, write_tiny_run
 
-from t2t_lite.decode import transformer_step
+from t2t_lite.decode import search, transformer_step
 from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model.ensemble import Ensemble
@@ -164,7 +164,13 @@ def test_logits_are_within_the_tolerance_of_float32(trained):
         for kind in ("float", "int8")
     ]
     moved = np.abs(scores[1] - scores[0])
-    assert moved.max() < 0.25 and moved.mean() < 0.02, (moved.max(), moved.mean())
+    assert moved.mean() < 0.02, moved.mean()
+    # log p_t = z_t - logsumexp(z) moves by at most 2 max_j |dz_j| at each token, so a reference's
+    # score by at most the sum of those over its tokens (measured: an eighth of it or less). The
+    # largest shift depends on the trained model: 0.19 on an AMD EPYC, 0.30 and 0.68 on an Intel
+    # Xeon (the 0.30 on a reference the model gives p = 0.24).
+    bound = 2 * np.sum(np.abs(int8 - exact).max(axis=-1) * (features["targets"] > 0), axis=1)
+    assert np.all(moved <= bound + 1e-5), np.flatnonzero(moved > bound + 1e-5)
 
 
 def test_int8_translates_as_float32(trained):
@@ -179,15 +185,50 @@ def test_int8_translates_as_float32(trained):
             h[0].text == " ".join(s.split()[::-1]) for h, s in zip(found[kind], lines, strict=True)
         )
         assert right >= 195, (kind, right)
-    assert [h[0].text for h in found["int8"]] == [h[0].text for h in found["float"]]
+    # Rounded weights (and, where oneDNN's 8-bit product runs, rounded inputs) may turn a near
+    # tie between two translations the other way: at most 1 % of them, and each a near tie under
+    # float32 (measured: 0 or 1 of these 200 on an AMD EPYC and an Intel Xeon, 0.28 apart).
+    float_model = trained["float"].model
+    differ = [
+        i for i, (a, b) in enumerate(zip(*found.values(), strict=True)) if a[0].text != b[0].text
+    ]
+    assert len(differ) <= 2, differ
+    for i in differ:
+        texts = [found[kind][i][0].text for kind in ("float", "int8")]
+        scores = _normalized_scores(float_model, trained["sources"][i], texts)
+        assert scores[0] - scores[1] < NEAR_TIE, (i, texts, scores)
     greedy = {
-        kind: transformer_step.sample_ids(trained[kind].model, trained["sources"]).ids.numpy()
+        kind: transformer_step.sample_ids(trained[kind].model, trained["sources"]).ids.numpy()[:, 0]
         for kind in ("float", "int8")
     }
-    # Where oneDNN's 8-bit product runs, the inputs of each product are rounded too: a near tie
-    # between two tokens may go the other way (measured: 1 of these 200 greedy outputs).
-    differ = np.any(greedy["int8"] != greedy["float"], axis=(1, 2))
-    assert differ.sum() <= (2 if int8_product.available() else 0), np.flatnonzero(differ)
+    differ = np.flatnonzero(np.any(greedy["int8"] != greedy["float"], axis=1))
+    assert len(differ) <= 2, differ
+    for i in differ:  # at the first token that differs, float32's log-probs of the two nearly tie
+        a, b = greedy["float"][i], greedy["int8"][i]
+        t = int(np.flatnonzero(a != b)[0])
+        prefix = np.zeros((1, len(a)), np.int32)
+        prefix[0, : t + 1] = a[: t + 1]
+        features = {"inputs": trained["sources"][i : i + 1], "targets": prefix}
+        log_probs = tf.nn.log_softmax(float_model(features)[0, t]).numpy()
+        assert log_probs[a[t]] - log_probs[b[t]] < NEAR_TIE, (i, t, log_probs[[a[t], b[t]]])
+
+
+# Two outputs whose float32 scores are this close (in nats, normalized by the search's length
+# penalty for beam search) are a near tie that int8's rounding may turn.
+NEAR_TIE = 0.5
+
+
+def _normalized_scores(model, source: np.ndarray, texts: list[str]) -> list[float]:
+    """The beam search's score of each digit text for `source` under `model`: log p (EOS
+    included) over the length penalty with SEARCH's alpha."""
+    found = []
+    for text in texts:
+        ids = [int(token) + 3 for token in text.split()] + [1]  # _text's inverse, then EOS
+        row = np.zeros((1, len(source) + SEARCH["extra_length"] + 1), np.int32)
+        row[0, : len(ids)] = ids
+        log_p = transformer_step.score_ids(model, source[None], row)[0]
+        found.append(float(log_p / search.length_penalty(len(ids), SEARCH["alpha"])))
+    return found
 
 
 @pytest.mark.skipif(
