@@ -15,8 +15,6 @@ markdown table and a JSON record to bench/results/.
 
 from __future__ import annotations
 
-import collections
-import glob
 import json
 import os
 import sys
@@ -26,6 +24,8 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 from machine import machine, write_record  # bench/machine.py, beside this script
+from op_profile import read_trace, summarize  # bench/op_profile.py
+from op_profile import table as op_table
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "peers"))
 import protocol as P  # noqa: E402  (bench/peers/protocol.py: the one benchmark configuration)
@@ -40,42 +40,6 @@ flags.DEFINE_list("dtypes", ["float32", "int8"], "float32, bfloat16 or int8 (int
 flags.DEFINE_list("tasks", ["greedy", "beam"], "greedy and/or beam (beam 4).")
 flags.DEFINE_integer("calls", 3, "Profiled calls of each search.")
 flags.DEFINE_string("record", None, "Where the JSON (and a .md) go; default bench/results/.")
-
-# Op type --> kind; types not listed are "other".
-KINDS = {
-    "matrix products": (
-        "MatMul", "BatchMatMulV2", "BatchMatMulV3", "_MklMatMul", "_MklBatchMatMulV2",
-        "_FusedMatMul", "_MklFusedMatMul", "_MklNativeFusedMatMul", "_MklNativeBatchMatMulV2",
-        "Einsum", "_MklEinsum", "QuantizedMatMulWithBiasAndDequantize",
-        "_MklQuantizedMatMulWithBiasAndDequantize", "QuantizeV2", "_MklQuantizeV2",
-    ),
-    "cache growth (concat)": ("ConcatV2", "_MklConcatV2"),
-    "gathers (beam reorder, embeddings)": ("GatherV2", "ResourceGather", "GatherNd"),
-    "top-k": ("TopKV2",),
-    "softmax and reductions": (
-        "Softmax", "_MklSoftmax", "LogSoftmax", "Max", "Sum", "Mean", "Min", "ArgMax", "All",
-        "Any", "Prod",
-    ),
-    "element-wise": (
-        "AddV2", "Add", "_MklAdd", "_MklAddV2", "Mul", "_MklMul", "Sub", "_MklSub", "RealDiv",
-        "Rsqrt", "Sqrt", "SquaredDifference", "_MklSquaredDifference", "Relu", "_MklRelu",
-        "Select", "SelectV2", "Cast", "Equal", "NotEqual", "Less", "LessEqual", "Greater",
-        "GreaterEqual", "LogicalAnd", "LogicalOr", "LogicalNot", "Maximum", "_MklMaximum",
-        "Minimum", "Exp", "Log", "Neg", "Pow", "FloorDiv", "FloorMod", "Abs", "Square",
-        "IsFinite", "OnesLike", "ZerosLike",
-    ),
-    "shapes and layout": (
-        "Reshape", "_MklReshape", "Transpose", "_MklTranspose", "Shape", "ShapeN", "Size",
-        "StridedSlice", "Slice", "Pack", "Unpack", "ExpandDims", "Squeeze", "Fill", "Range",
-        "Tile", "BroadcastTo", "Pad", "PadV2", "Const", "OneHot", "Cumsum", "TensorScatterUpdate",
-        "ScatterNd", "Where", "Reverse", "ReverseV2",
-    ),
-    "loop control": (
-        "Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "Identity",
-        "IdentityN", "_Retval", "_Arg", "NoOp", "ReadVariableOp", "_Recv", "_Send",
-    ),
-}  # fmt: skip
-KIND_OF = {op: kind for kind, ops in KINDS.items() for op in ops}
 
 
 def make_search(task: str, dtype: str, patch=None):
@@ -112,40 +76,6 @@ def make_search(task: str, dtype: str, patch=None):
     return decode_batch
 
 
-def read_trace(folder: str):
-    """The host plane's op events [(type, start ps, end ps)] and the calls' [(start, end)]."""
-    try:
-        from tsl.profiler.protobuf import xplane_pb2
-    except ImportError:
-        from tensorflow.tsl.profiler.protobuf import xplane_pb2
-    space = xplane_pb2.XSpace()
-    with open(sorted(glob.glob(f"{folder}/**/*.xplane.pb", recursive=True))[-1], "rb") as f:
-        space.ParseFromString(f.read())
-    plane = next(p for p in space.planes if p.name == "/host:CPU")
-    ops, calls = [], []
-    for line in plane.lines:
-        for event in line.events:
-            name = plane.event_metadata[event.metadata_id].name
-            start = line.timestamp_ns * 1000 + event.offset_ps
-            span = (start, start + event.duration_ps)
-            if name.startswith("EagerLocalExecute: __inference_decode_batch"):
-                calls.append(span)
-            elif ":" in name and "::" not in name and not name.startswith("Eager"):
-                ops.append((name.rsplit(":", 1)[1], *span))
-    return ops, calls
-
-
-def covered(intervals: list[tuple[int, int]]) -> int:
-    """The length of the union of [start, end) intervals."""
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach:
-            total, reach = total + end - start, end
-        elif end > reach:
-            total, reach = total + end - reach, end
-    return total
-
-
 def profile(task: str, dtype: str) -> dict:
     decode_batch = make_search(task, dtype)
     source = tf.constant(P.batch()[0])
@@ -156,53 +86,30 @@ def profile(task: str, dtype: str) -> dict:
     for _ in range(FLAGS.calls):
         decode_batch(source).numpy()
     tf.profiler.experimental.stop()
-    ops, calls = read_trace(folder)
-    wall = sum(end - start for start, end in calls) / len(calls)
-    inside = [(s, e) for _, s, e in ops if any(a <= s < b for a, b in calls)]
-    by_kind = collections.Counter()
-    by_type = collections.Counter()
-    for op, start, end in ops:
-        by_kind[KIND_OF.get(op, "other")] += end - start
-        by_type[op] += end - start
-    scale = 1e-9 / len(calls)  # ps --> ms per call
-    steps = P.TARGET_LENGTH
+    ops, calls = read_trace(folder, "decode_batch")
+    found = summarize(ops, calls, per_call=P.TARGET_LENGTH)
     return {
         "task": task,
         "dtype": dtype,
-        "wall_ms": wall * 1e-9,
-        "step_ms": wall * 1e-9 / steps,
-        "no_op_ms": (wall - covered(inside) / len(calls)) * 1e-9,
-        "op_ms": {k: v * scale for k, v in by_kind.most_common()},
-        "top_types_ms": {k: v * scale for k, v in by_type.most_common(12)},
-        "op_executions_per_step": len(ops) / len(calls) / steps,
-        "target_tokens_per_second": P.TARGET_TOKENS / (wall * 1e-12),
+        "wall_ms": found["wall_ms"],
+        "step_ms": found["wall_ms"] / P.TARGET_LENGTH,
+        "no_op_ms": found["no_op_ms"],
+        "op_ms": found["op_ms"],
+        "top_types_ms": found["top_types_ms"],
+        "op_executions_per_step": found["op_executions"],
+        "target_tokens_per_second": P.TARGET_TOKENS / (found["wall_ms"] * 1e-3),
     }
 
 
 def table(rows: list[dict]) -> str:
-    kinds = [*KINDS, "other"]
-    head = "| per call of 32 steps | " + " | ".join(f"{r['task']} {r['dtype']}" for r in rows)
-    lines = [head + " |", "|---|" + "---:|" * len(rows)]
-
-    def add(label, values):
-        lines.append(f"| {label} | " + " | ".join(values) + " |")
-
-    add("wall (ms)", [f"{r['wall_ms']:.1f}" for r in rows])
-    add("per step (ms)", [f"{r['step_ms']:.2f}" for r in rows])
-    add("target tokens/s", [f"{r['target_tokens_per_second']:,.0f}" for r in rows])
-    add("op executions per step", [f"{r['op_executions_per_step']:.0f}" for r in rows])
-    add("no op running (ms, % of wall)", [
-        f"{r['no_op_ms']:.1f} ({100 * r['no_op_ms'] / r['wall_ms']:.0f} %)" for r in rows
-    ])  # fmt: skip
-    for kind in kinds:
-        add(f"{kind} (ms, % of op time)", [_share(r, kind) for r in rows])
-    return "\n".join(lines)
-
-
-def _share(row: dict, kind: str) -> str:
-    total = sum(row["op_ms"].values())
-    value = row["op_ms"].get(kind, 0.0)
-    return f"{value:.1f} ({100 * value / total:.0f} %)"
+    before = [
+        ("wall (ms)", lambda r: f"{r['wall_ms']:.1f}"),
+        ("per step (ms)", lambda r: f"{r['step_ms']:.2f}"),
+        ("target tokens/s", lambda r: f"{r['target_tokens_per_second']:,.0f}"),
+        ("op executions per step", lambda r: f"{r['op_executions_per_step']:.0f}"),
+    ]
+    columns = [f"{r['task']} {r['dtype']}" for r in rows]
+    return op_table("per call of 32 steps", rows, columns, before)
 
 
 def main(argv) -> None:

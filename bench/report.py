@@ -124,7 +124,29 @@ def _decode_table(runs) -> list[str]:
             theirs = _find(runs, m.peer, task + variant, m.dtype)
             row += [_rate(theirs), _ratio(_find(runs, "t2t_lite", task, "float32"), theirs)]
         lines.append("| " + " | ".join(row) + " |")
-    return lines
+    return lines + _best_against_int8(runs)
+
+
+def _best_against_int8(runs) -> list[str]:
+    """The decoding target's row: t2t_lite's fastest variant of each search over CTranslate2
+    int8's rate, or nothing where either is missing."""
+    row = ["**best t2t_lite / CTranslate2 int8**"]
+    for task in ("beam", "greedy"):
+        theirs = _find(runs, "ctranslate2", task, "int8")
+        ours = [
+            m
+            for m in runs
+            if m.part == "decode"
+            and m.peer == "t2t_lite"
+            and m.task in (task, f"{task}_xla")
+            and m.median() is not None
+        ]
+        if theirs is None or theirs.median() is None or not ours:
+            return []
+        best = max(ours, key=lambda m: m.median())
+        xla = " jit_compile" if best.task.endswith("_xla") else ""
+        row += [f"{best.dtype}{xla}", f"**{best.median() / theirs.median():.2f}x**"]
+    return ["| " + " | ".join(row) + " |"]
 
 
 def _pipeline_table(runs) -> list[str]:

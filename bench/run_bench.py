@@ -102,6 +102,7 @@ def measurements() -> list[Measurement]:
     for task in ("beam", "greedy"):
         m += [
             Measurement("decode", "t2t_lite", task, "float32", "t2t_lite"),
+            Measurement("decode", "t2t_lite", task, "bfloat16", "t2t_lite"),
             Measurement("decode", "t2t_lite", task, "int8", "t2t_lite"),
             Measurement("decode", "t2t_lite", f"{task}_xla", "float32", "t2t_lite jit_compile"),
             Measurement("decode", "model_garden", task, "float32", "Model Garden", "model_garden"),

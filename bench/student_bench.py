@@ -33,7 +33,7 @@ from machine import machine, write_record
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("teacher", None, "The teacher's run.")
-flags.DEFINE_string("student", None, "The student's run.")
+flags.DEFINE_string("student", None, "The student's run (none: the teacher's rows only).")
 flags.DEFINE_string("source", None, "Test sources, one per line.")
 flags.DEFINE_string("reference", None, "Their references.")
 flags.DEFINE_string("shortlist", "100,50", "The shortlist setting measured.")
@@ -137,6 +137,8 @@ def settings(folder: str) -> list[dict]:
     found = []
     for model in ("teacher", "student"):
         run = getattr(FLAGS, model)
+        if run is None:  # the teacher alone, as on a machine without the student
+            continue
         for weights, short in T2T_SETTINGS:
             found.append({"model": model, "engine": "t2t_lite", "run": run, "weights": weights,
                           "shortlist": FLAGS.shortlist if short else None})  # fmt: skip
