@@ -42,9 +42,10 @@ from ctranslate2.specs import common_spec, model_spec, transformer_spec
 from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.data.tokenizers import read_vocab_list
 from t2t_lite.decode.details import alignment_layer
+from t2t_lite.decode.exported import EXPORT_INFO
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
-from t2t_lite.serve.export import EXPORT_INFO, write_version
+from t2t_lite.serve.versions import write_version
 from t2t_lite.vocabulary import EOS_ID, PAD_ID, RESERVED_TOKENS, UNK_ID
 
 QUANTIZATIONS = model_spec.ACCEPTED_MODEL_TYPES

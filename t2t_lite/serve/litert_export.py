@@ -40,11 +40,12 @@ from tensorflow.python.framework.convert_to_constants import (
 )
 
 from t2t_lite.decode import transformer_step
+from t2t_lite.decode.exported import EXPORT_INFO
 from t2t_lite.model import lora
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
-from t2t_lite.serve.export import EXPORT_INFO, write_version
+from t2t_lite.serve.versions import write_version
 
 QUANTIZATIONS = ("none", "int8")
 MODEL_FILE = "model.tflite"

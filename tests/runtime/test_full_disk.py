@@ -14,7 +14,7 @@ import tensorflow as tf
 from t2t_lite.decode.runner import write_lines
 from t2t_lite.problems import get_problem, read_metadata
 from t2t_lite.runtime import atomic_io
-from t2t_lite.serve import export
+from t2t_lite.serve import versions
 
 
 def _full(*args, **kwargs):
@@ -59,7 +59,7 @@ def test_export_version_folder(tmp_path):
         raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
 
     with pytest.raises(OSError, match=rf"could not write {export_dir}/1: No space left on"):
-        export.write_version(str(export_dir), None, partial)
+        versions.write_version(str(export_dir), None, partial)
     assert os.listdir(export_dir) == []  # neither a version nor its temporary folder
 
 

@@ -30,7 +30,7 @@ from t2t_lite.problems import get_problem
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run import Run, restore_model
 from t2t_lite.run.run_info import RunInfo
-from t2t_lite.serve import export, query
+from t2t_lite.serve import export, query, versions
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 MAX_POSITIONS = 40
@@ -388,7 +388,7 @@ def test_version_folders_appear_whole_or_not_at_all(tmp_path):
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        export.write_version(export_dir, None, failing)
+        versions.write_version(export_dir, None, failing)
     assert os.listdir(export_dir) == []  # no version, no temporary folder left
 
     def writer(folder):
@@ -396,13 +396,13 @@ def test_version_folders_appear_whole_or_not_at_all(tmp_path):
         with open(os.path.join(folder, "saved_model.pb"), "w") as f:
             f.write("whole")
 
-    assert export.write_version(export_dir, None, writer) == os.path.join(export_dir, "1")
+    assert versions.write_version(export_dir, None, writer) == os.path.join(export_dir, "1")
     os.makedirs(os.path.join(export_dir, "7"))
     os.makedirs(os.path.join(export_dir, "notes"))
-    assert export.next_version(export_dir) == 8
-    assert export.write_version(export_dir, None, writer).endswith("/8")
+    assert versions.next_version(export_dir) == 8
+    assert versions.write_version(export_dir, None, writer).endswith("/8")
     with pytest.raises(FileExistsError, match="models/7 already exists; pass another --version"):
-        export.write_version(export_dir, 7, writer)
+        versions.write_version(export_dir, 7, writer)
     assert sorted(os.listdir(export_dir)) == ["1", "7", "8", "notes"]
     assert oct(os.stat(os.path.join(export_dir, "8")).st_mode & 0o777) == "0o755"
 

@@ -11,7 +11,7 @@ import time
 
 from decoding_helpers import add_truncated_newer_checkpoint, write_tiny_run
 
-from t2t_lite.serve import export
+from t2t_lite.serve import versions
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
@@ -61,5 +61,5 @@ def test_a_killed_exports_temporary_folder_is_removed_by_the_next(tmp_path):
         with open(os.path.join(folder, "saved_model.pb"), "w") as f:
             f.write("whole")
 
-    assert export.write_version(str(export_dir), 1, writer) == str(export_dir / "1")
+    assert versions.write_version(str(export_dir), 1, writer) == str(export_dir / "1")
     assert sorted(os.listdir(export_dir)) == [".tmp-export-2-efgh5678", "1"]
