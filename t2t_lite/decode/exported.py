@@ -86,18 +86,37 @@ class ExportedTranslator:
         truncated = [bool(t) for t in found["truncated"].numpy()]
         return strings(outputs), scores.numpy().tolist(), truncated
 
-    def aligned(self, lines: Sequence[str]) -> list[tuple[str, list[tuple[int, int]] | None]]:
-        """The best translation of each line and its word alignment, from the `guided`
-        signature (an export without it: no alignment)."""
+    def guided(self, lines: Sequence[str], guides: Sequence[Any] | None = None) -> dict:
+        """The `guided` signature's outputs for `lines`, each held to its `Guide` (prefix and
+        target phrases; None: unguided): the best translations with their tokens, token
+        probabilities, word alignments and confidence. A ValueError for an export without it."""
         if GUIDED_SIGNATURE not in self.signatures:
+            raise ValueError(
+                f"{self.path} has no guided signature (prefixes, constraints, terminology): "
+                "export the run again with this version of t2t-export"
+            )
+        from t2t_lite.decode.guidance import Guide
+
+        guides = guides or [Guide()] * len(lines)
+        width = max((len(g.constraints) for g in guides), default=0)
+        table = [list(g.constraints) + [""] * (width - len(g.constraints)) for g in guides]
+        return self.signatures[GUIDED_SIGNATURE](
+            inputs=tf.constant(list(lines), tf.string),
+            prefixes=tf.constant([g.prefix for g in guides], tf.string),
+            constraints=tf.constant(table, tf.string, shape=[len(lines), width]),
+        )
+
+    def aligned(
+        self, lines: Sequence[str], guides: Sequence[Any] | None = None
+    ) -> list[tuple[str, list[tuple[int, int]] | None]]:
+        """The best translation of each line (held to its `Guide`, if given) and its word
+        alignment, from the `guided` signature (an export without it: no alignment, and no
+        guides)."""
+        if GUIDED_SIGNATURE not in self.signatures and guides is None:
             return [(row[0], None) for row in self.search(lines)[0]]
         from t2t_lite.decode.markup import read_pharaoh
 
-        found = self.signatures[GUIDED_SIGNATURE](
-            inputs=tf.constant(list(lines), tf.string),
-            prefixes=tf.constant([""] * len(lines), tf.string),
-            constraints=tf.constant([], tf.string, shape=[len(lines), 0]),
-        )
+        found = self.guided(lines, guides)
         return [
             (text, read_pharaoh(alignment))
             for text, alignment in zip(
@@ -105,11 +124,15 @@ class ExportedTranslator:
             )
         ]
 
-    def translate_document(self, text: str, language: str = "en") -> str:
-        """As `Translator.translate_document`, with the export's search."""
+    def translate_document(self, text: str, language: str = "en", terminology=None) -> str:
+        """As `Translator.translate_document`, with the export's search; `terminology` (a
+        `t2t_lite.decode.guidance.Terminology`) through its guided signature."""
         from t2t_lite.decode.document import Engine, translate_document
 
-        return translate_document(text, Engine(self.aligned), language)
+        if terminology is None:
+            return translate_document(text, Engine(self.aligned), language)
+        engine = Engine(lambda sentences: self.aligned(sentences, terminology.guides(sentences)))
+        return translate_document(text, engine, language)
 
     def translate(self, lines: Sequence[str], nbest: int = 1, scores: bool = False) -> list:
         """As `Translator.translate`: a string per line; with nbest > 1 a list of them; with

@@ -122,7 +122,7 @@ def test_bad_documents_are_named(client, body, status, field):
 @pytest.mark.slow  # an export: about 40 s
 def test_a_savedmodel_translates_a_document_as_its_run(output_dir, tmp_path):
     """Through the export's guided signature: the same translations and alignments, so the
-    same document, in t2t-serve and from Python."""
+    same document, in t2t-serve and from Python, with terminology too."""
     from t2t_lite.serve import export
 
     run = Run.restore(output_dir, search={"beam_size": 2})
@@ -135,3 +135,15 @@ def test_a_savedmodel_translates_a_document_as_its_run(output_dir, tmp_path):
     assert answer.json()["document"] == expected
     exported = Translator.from_run(str(tmp_path / "export"))  # the Python API over an export
     assert exported.translate_document(DOCUMENT) == expected
+    # Terminology through the guided signature: the run's document under the same terms.
+    terms = Terminology([("box", "door")])
+    held = Translator.from_run(output_dir, beam_size=2).translate_document(
+        DOCUMENT, terminology=terms
+    )
+    assert held != expected
+    assert exported.translate_document(DOCUMENT, terminology=terms) == held
+    with TestClient(create_app(backend, LIMITS)) as client:
+        body = {"text": DOCUMENT, "stream": False, "terminology": [["box", "door"]]}
+        answer = client.post("/api/document", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["document"] == held

@@ -20,7 +20,6 @@ from t2t_lite.decode.exported import (
     ExportedTranslator,
     strings,
 )
-from t2t_lite.decode.guidance import Guide
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.problems import get_problem
 from t2t_lite.serve.web.backend import (
@@ -91,14 +90,7 @@ class SavedModelBackend:
 
     def _guided(self, sentences: Sequence[str], guides: Sequence[Any] | None) -> list[dict]:
         """The best translations with their details, from the `guided` signature."""
-        guides = guides or [Guide()] * len(sentences)
-        width = max(len(g.constraints) for g in guides)
-        table = [list(g.constraints) + [""] * (width - len(g.constraints)) for g in guides]
-        found = self.signatures[GUIDED_SIGNATURE](
-            inputs=tf.constant(list(sentences), tf.string),
-            prefixes=tf.constant([g.prefix for g in guides], tf.string),
-            constraints=tf.constant(table, tf.string, shape=[len(sentences), width]),
-        )
+        found = self.exported.guided(sentences, guides)
         results = []
         for i, sentence in enumerate(sentences):
             source = sentence.strip()
