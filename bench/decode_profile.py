@@ -23,8 +23,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
-from machine import machine, write_record  # bench/machine.py, beside this script
-from op_profile import read_trace, summarize  # bench/op_profile.py
+from op_profile import read_trace, summarize, write_profile  # bench/op_profile.py
 from op_profile import table as op_table
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "peers"))
@@ -120,16 +119,14 @@ def main(argv) -> None:
         for task in FLAGS.tasks:
             rows.append(profile(task, dtype))
             print(json.dumps(rows[-1]), flush=True)
-    about = machine(load)
-    text = (
+    what = (
         f"Decoding profile, benchmark model (2+2 layers, d_model {P.D_MODEL}, vocabulary "
-        f"{P.VOCAB}), {P.BATCH} sentences x {P.TARGET_LENGTH} steps; {about['cpu']} "
-        f"({about['cpus']} CPUs), TensorFlow {tf.__version__}, commit {about['commit']}, "
-        f"{about['date']}; {FLAGS.calls} profiled calls each; load {about['load']}\n\n"
-        f"{table(rows)}\n"
+        f"{P.VOCAB}), {P.BATCH} sentences x {P.TARGET_LENGTH} steps"
     )
-    print(text)
-    write_record(FLAGS.record, "decode_profile", about, {"rows": rows}, text)
+    write_profile(
+        "decode_profile", load, what, f"{FLAGS.calls} profiled calls each", rows, table(rows),
+        tensorflow=tf.__version__, record=FLAGS.record,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

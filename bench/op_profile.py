@@ -7,6 +7,8 @@ from __future__ import annotations
 import collections
 import glob
 
+from machine import machine, write_record  # bench/machine.py, beside this script
+
 # Op type --> kind; types not listed are "other".
 KINDS = {
     "matrix products": (
@@ -124,3 +126,26 @@ def share(row: dict, kind: str) -> str:
     total = sum(row["op_ms"].values())
     value = row["op_ms"].get(kind, 0.0)
     return f"{value:.1f} ({100 * value / total:.0f} %)"
+
+
+def write_profile(
+    name: str,
+    load,
+    what: str,
+    profiled: str,
+    rows: list[dict],
+    text: str,
+    *,
+    tensorflow: str,
+    record: str | None,
+) -> None:
+    """Prints and records (`machine.write_record`, under `name`, at `record`) a profile's
+    markdown: `what` was profiled on which CPU, the `tensorflow` version, commit and date,
+    `profiled` (how many calls), the load averages since `load`, then the table `text`."""
+    about = machine(load)
+    page = (
+        f"{what}; {about['cpu']} ({about['cpus']} CPUs), TensorFlow {tensorflow}, commit "
+        f"{about['commit']}, {about['date']}; {profiled}; load {about['load']}\n\n{text}\n"
+    )
+    print(page)
+    write_record(record, name, about, {"rows": rows}, page)

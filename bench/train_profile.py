@@ -24,8 +24,7 @@ import time
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
-from machine import machine, write_record  # bench/machine.py, beside this script
-from op_profile import read_trace, summarize  # bench/op_profile.py
+from op_profile import read_trace, summarize, write_profile  # bench/op_profile.py
 from op_profile import table as op_table
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "peers"))
@@ -117,16 +116,14 @@ def main(argv) -> None:
     for dtype in FLAGS.dtypes:
         rows.append({**profile_step(dtype), "matmuls": matmul_rates(dtype)})
         print(json.dumps(rows[-1]), flush=True)
-    about = machine(load)
-    text = (
+    what = (
         f"Training step profile, benchmark model (2+2 layers, d_model {P.D_MODEL}, vocabulary "
-        f"{P.VOCAB}), {P.BATCH} x {P.TARGET_LENGTH} target tokens; {about['cpu']} "
-        f"({about['cpus']} CPUs), TensorFlow {tf.__version__}, commit {about['commit']}, "
-        f"{about['date']}; {FLAGS.steps} profiled steps each; load {about['load']}\n\n"
-        f"{table(rows)}\n"
+        f"{P.VOCAB}), {P.BATCH} x {P.TARGET_LENGTH} target tokens"
     )
-    print(text)
-    write_record(FLAGS.record, "train_profile", about, {"rows": rows}, text)
+    write_profile(
+        "train_profile", load, what, f"{FLAGS.steps} profiled steps each", rows, table(rows),
+        tensorflow=tf.__version__, record=FLAGS.record,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

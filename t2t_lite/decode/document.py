@@ -217,6 +217,7 @@ def translator_engine(translator, terminology=None) -> Engine:
     terms of the source terms in it, as for a line of `--terminology`."""
     import tensorflow as tf
 
+    from t2t_lite.decode.guidance import terminology_guides
     from t2t_lite.vocabulary import UNK_ID
 
     aligns = hasattr(translator.model, "attention_maps")
@@ -227,7 +228,7 @@ def translator_engine(translator, terminology=None) -> Engine:
             sentences,
             log_progress=False,
             details=aligns,
-            guides=terminology.guides(sentences) if terminology is not None else None,
+            guides=terminology_guides(terminology, sentences),
         )
         return [
             (hyps[0].text, read_pharaoh(hyps[0].details.alignment) if aligns else None)

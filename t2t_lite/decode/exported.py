@@ -128,10 +128,9 @@ class ExportedTranslator:
         """As `Translator.translate_document`, with the export's search; `terminology` (a
         `t2t_lite.decode.guidance.Terminology`) through its guided signature."""
         from t2t_lite.decode.document import Engine, translate_document
+        from t2t_lite.decode.guidance import terminology_guides
 
-        if terminology is None:
-            return translate_document(text, Engine(self.aligned), language)
-        engine = Engine(lambda sentences: self.aligned(sentences, terminology.guides(sentences)))
+        engine = Engine(lambda lines: self.aligned(lines, terminology_guides(terminology, lines)))
         return translate_document(text, engine, language)
 
     def translate(self, lines: Sequence[str], nbest: int = 1, scores: bool = False) -> list:

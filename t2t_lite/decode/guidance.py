@@ -65,9 +65,13 @@ class Terminology:
         pairs = zip(self.entries, self._patterns, strict=True)
         return tuple(dict.fromkeys(target for (_, target), p in pairs if p.search(line)))
 
-    def guides(self, lines: Sequence[str]) -> list[Guide]:
-        """One Guide a line: no prefix, the target terms of the source terms in it."""
-        return [Guide("", self.constraints_for(line)) for line in lines]
+
+def terminology_guides(terminology: Terminology | None, lines: Sequence[str]) -> list[Guide] | None:
+    """One Guide a line held to `terminology` (no prefix, the target terms of the source terms
+    in it), or None without a table: what a document's sentences are translated with."""
+    if terminology is None:
+        return None
+    return [Guide("", terminology.constraints_for(line)) for line in lines]
 
 
 def read_guides(

@@ -27,7 +27,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from t2t_lite.decode.document import Engine, translate_events
-from t2t_lite.decode.guidance import Terminology
+from t2t_lite.decode.guidance import Terminology, terminology_guides
 from t2t_lite.decode.markup import read_pharaoh
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.serve.web import adapters, api
@@ -66,7 +66,7 @@ def backend_engine(
 
     def translate(sentences: list[str]) -> list[tuple[str, Sequence | None]]:
         found = []
-        guides = terminology.guides(sentences) if terminology is not None else None
+        guides = terminology_guides(terminology, sentences)
         for result in backend.translate(sentences, settings, guides, details):
             if result["truncated"]:
                 logging.warning("a document's sentence was truncated: %.60s", result["source"])
