@@ -158,6 +158,11 @@ class Transformer(keras.Model):
         (`SharedEmbedding.output_kernel`); None for int8 weights."""
         return self._target_embedding.output_kernel(self.output_vocab_size or None, columns)
 
+    def output_matrix(self) -> tf.Tensor:
+        """The pre-softmax matrix [vocab, d_model] in the compute dtype, rows as `decode`'s
+        logits order them (float weights only)."""
+        return self._target_embedding.output_rows(self.output_vocab_size or None)
+
     def encode(self, inputs: tf.Tensor, training=None) -> tuple[tf.Tensor, tf.Tensor]:
         """[batch, source] ids --> memory [batch, source, d_model] and its padding mask."""
         mask = padding_mask(inputs)
@@ -171,18 +176,30 @@ class Transformer(keras.Model):
         self, targets: tf.Tensor, memory: tf.Tensor, memory_mask: tf.Tensor, training=None
     ) -> tf.Tensor:
         """Teacher forcing: [batch, target] ids --> logits [batch, target, vocab] (float32)."""
+        x = self.decoder_output(targets, memory, memory_mask, training=training)
+        return tf.cast(self._logits(x), tf.float32)
+
+    def decoder_output(
+        self, targets: tf.Tensor, memory: tf.Tensor, memory_mask: tf.Tensor, training=None
+    ) -> tf.Tensor:
+        """Teacher forcing up to the decoder's last layer: [batch, target, d_model] in the
+        compute dtype, which `decode` multiplies by the pre-softmax matrix (`output_matrix`)."""
         decoder_inputs = tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # shift right, start id 0
         length = tf.shape(targets)[1]
         # The causal mask alone suffices: padding comes after a target's last real token.
         self_mask = attention_mask(length, tf.ones_like(targets, tf.bool), causal=True)
         cross_mask = attention_mask(length, memory_mask)
         x = self._embed(self._target_embedding, decoder_inputs, training=training)
-        x = self.decoder(x, memory, self_mask, cross_mask, training=training)
-        return tf.cast(self._logits(x), tf.float32)
+        return self.decoder(x, memory, self_mask, cross_mask, training=training)
 
     def call(self, features: dict[str, tf.Tensor], training=None) -> tf.Tensor:
+        return tf.cast(self._logits(self.decoder_states(features, training=training)), tf.float32)
+
+    def decoder_states(self, features: dict[str, tf.Tensor], training=None) -> tf.Tensor:
+        """`call` up to the decoder's last layer, [batch, target, d_model] in the compute dtype
+        (what a training step without XLA gives `losses.projected_cross_entropy`)."""
         memory, memory_mask = self.encode(features["inputs"], training=training)
-        return self.decode(features["targets"], memory, memory_mask, training=training)
+        return self.decoder_output(features["targets"], memory, memory_mask, training=training)
 
     def attention_maps(self, inputs: tf.Tensor, targets: tf.Tensor) -> dict[str, list]:
         """Attention weights of every layer and head for a teacher-forced pair (no dropout).

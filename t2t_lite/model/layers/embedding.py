@@ -67,12 +67,16 @@ class SharedEmbedding(keras.layers.Layer):
         # gradient builds a [batch, vocab, d_model] tensor and sums it: 3x slower in training.
         flat = tf.reshape(x, [-1, self.d_model])  # --> [batch * length, d_model]
         if kernel is None:
-            weights = _rows(self.embeddings, limit, columns)
-            logits = tf.matmul(flat, tf.cast(weights, self.compute_dtype), transpose_b=True)
+            logits = tf.matmul(flat, self.output_rows(limit, columns), transpose_b=True)
         else:
             logits = tf.matmul(flat, kernel)
         shape = tf.concat([tf.shape(x)[:-1], [_size(logits, -1)]], axis=0)
         return tf.reshape(logits, shape)  # --> [..., vocab_size]
+
+    def output_rows(self, limit: int | None = None, columns: tf.Tensor | None = None) -> tf.Tensor:
+        """The rows that `logits` multiplies by ([vocab_size, d_model], the first `limit`, or
+        the ids `columns`), in the compute dtype; float weights only."""
+        return tf.cast(_rows(self.embeddings, limit, columns), self.compute_dtype)
 
     def output_kernel(
         self, limit: int | None = None, columns: tf.Tensor | None = None
@@ -83,8 +87,7 @@ class SharedEmbedding(keras.layers.Layer):
         same in bfloat16). None for int8 weights, whose 8-bit product keeps its own copy."""
         if self.quantization_mode == "int8":
             return None
-        rows = _rows(self.embeddings, limit, columns)
-        return tf.transpose(tf.cast(rows, self.compute_dtype))
+        return tf.transpose(self.output_rows(limit, columns))
 
     def quantize(self, mode=None, type_check=True, config=None):
         """Keras' quantization hook: mode "int8" replaces `embeddings` by int8 rows and
