@@ -292,8 +292,8 @@ def _beam_step(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> _Beams:
     return _Beams(beams.i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents)
 
 
-def _beams_searching(setup: _BeamSetup, beams: _Beams) -> tf.Tensor:
-    """Whether any sentence may still improve its `nbest` finished hypotheses (scalar bool)."""
+def _sentences_done(setup: _BeamSetup, beams: _Beams) -> tf.Tensor:
+    """[batch] bool: whether each sentence's `nbest` finished hypotheses are final."""
     # A live log-prob L <= 0 only falls, and lp is monotone in the length, so the best final
     # score of a live hypothesis is L / lp at the shortest or the longest reachable length.
     best = tf.reduce_max(beams.alive_lp, axis=1)  # --> [batch] (the first, without banks)
@@ -301,8 +301,12 @@ def _beams_searching(setup: _BeamSetup, beams: _Beams) -> tf.Tensor:
         best / length_penalty(beams.i + 1, setup.alpha),
         best / length_penalty(setup.max_lengths, setup.alpha),
     )
-    done = (beams.i >= setup.max_lengths) | (beams.fin_scores[:, setup.nbest - 1] >= bound)
-    return tf.logical_not(tf.reduce_all(done))
+    return (beams.i >= setup.max_lengths) | (beams.fin_scores[:, setup.nbest - 1] >= bound)
+
+
+def _beams_searching(setup: _BeamSetup, beams: _Beams) -> tf.Tensor:
+    """Whether any sentence may still improve its `nbest` finished hypotheses (scalar bool)."""
+    return tf.logical_not(tf.reduce_all(_sentences_done(setup, beams)))
 
 
 def beam_search(

@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite.data.shortlist import Shortlist
+from t2t_lite.decode.compaction import compacting_beam_search
 from t2t_lite.decode.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
 from t2t_lite.decode.sampling import sample_search
 from t2t_lite.decode.search import SearchResult, StepFn, beam_search, write_column
@@ -46,21 +47,11 @@ def model_step_fn(
     `columns` [n] (a vocabulary shortlist's ids, ascending, the reserved ones first): the step
     takes and returns positions in that list, logits [rows, n] computed for those ids alone.
     """
+    if use_cache:
+        step, cache, state = sentence_step_fn(model, inputs, max_length, fixed_shapes, columns)
+        return (lambda ids, index, cache: step(ids, index, cache, state)), cache
     to_vocab = (lambda ids: ids) if columns is None else (lambda ids: tf.gather(columns, ids))
     memory, memory_mask = model.encode(inputs)
-    if use_cache:
-        # The encoder's keys and values stay outside the search state: one copy per sentence,
-        # never tiled to the beams nor reordered with them.
-        state = model.project_memory(memory, memory_mask)
-        weights = compute_dtype_weights(model)
-        with weights:  # the pre-softmax matrix, transposed (and cut to `columns`) once
-            kernel = model.output_kernel(columns)
-
-        def cached_step(ids, index, cache):
-            with weights:
-                return model.decode_step(to_vocab(ids), index, cache, state, columns, kernel)
-
-        return cached_step, model.init_cache(tf.shape(inputs)[0], max_length, fixed_shapes)
 
     def recompute_step(ids, index, cache):
         # fed: [batch, max_length + 1], the ids fed so far; the extra column stays zero.
@@ -75,6 +66,32 @@ def model_step_fn(
     batch = tf.shape(inputs)[0]
     fed = tf.zeros([batch, tf.cast(max_length, tf.int32) + 1], tf.int32)
     return recompute_step, {"memory": memory, "memory_mask": memory_mask, "fed": fed}
+
+
+def sentence_step_fn(
+    model,
+    inputs: tf.Tensor,
+    max_length: int | tf.Tensor,
+    fixed_shapes: bool | str = False,
+    columns: tf.Tensor | None = None,
+) -> tuple[Callable, Any, Any]:
+    """`model_step_fn`'s cached step with its sentences' state as an argument:
+    (step_fn(ids, index, cache, state), the initial cache, the state of `inputs`' sentences).
+    The state is the encoder's keys and values and the padding mask (`project_memory`), one
+    copy per sentence, leading dimension batch, never tiled to the beams nor reordered with
+    them; `compaction.compacting_beam_search` gathers it as sentences leave the batch."""
+    to_vocab = (lambda ids: ids) if columns is None else (lambda ids: tf.gather(columns, ids))
+    memory, memory_mask = model.encode(inputs)
+    state = model.project_memory(memory, memory_mask)
+    weights = compute_dtype_weights(model)
+    with weights:  # the pre-softmax matrix, transposed (and cut to `columns`) once
+        kernel = model.output_kernel(columns)
+
+    def step(ids, index, cache, state):
+        with weights:
+            return model.decode_step(to_vocab(ids), index, cache, state, columns, kernel)
+
+    return step, model.init_cache(tf.shape(inputs)[0], max_length, fixed_shapes), state
 
 
 class _WeightsAs(keras.StatelessScope):
@@ -149,9 +166,12 @@ def translate_ids(
     terms: tf.Tensor | None = None,
     continuations: Any = None,
     shortlist: Shortlist | None = None,
+    compact: bool = True,
 ) -> SearchResult:
     """Beam search with a `Transformer` on zero-padded source ids [batch, source] (each ending
-    in EOS); each output is at most its input length + `extra_length` long. With a
+    in EOS); each output is at most its input length + `extra_length` long. Sentences leave
+    the batch as they finish (`compaction`; `compact=False`: all are stepped to the end) except
+    under `fixed_shapes`, a constraint, a prefix or terms, which keep every row. With a
     `constraint`, only the tokens it allows are searched (`constrained_step_fn`).
     `fixed_shapes` keeps every shape of the search fixed by the input's shape, so that the
     search compiles with XLA (`tf.function(jit_compile=True)`): a fixed-length cache, and
@@ -169,10 +189,16 @@ def translate_ids(
     step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
     constraint, banks = guided(constraint, prefix, terms, continuations)
     columns = _columns(shortlist, inputs, constraint)
+    batch = tf.shape(inputs)[0]
+    if compact and use_cache and not fixed_shapes and constraint is None and banks is None:
+        step_fn, cache, state = sentence_step_fn(model, inputs, step_length, columns=columns)
+        found = compacting_beam_search(
+            step_fn, cache, state, batch, beam_size, alpha, max_lengths, nbest=nbest
+        )
+        return _to_vocabulary(found, columns)
     step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes, columns)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
-    batch = tf.shape(inputs)[0]
     found = beam_search(
         step_fn,
         cache,
