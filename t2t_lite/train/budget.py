@@ -280,6 +280,7 @@ class BudgetPolicy:
         self.trainer, self.output_dir = trainer, output_dir
         self.consensus: Consensus = consensus or Consensus(None, 1, chief=True)
         self.agreed: Agreed | None = None  # the last step's values, the same on every worker
+        self._averaging: int | None = None  # the spacing of the saves to average (wants_save)
         self.hparams, self.state = trainer.hparams, trainer.budget
         self.step_limit = step_limit
         minutes = self.hparams.budget_minutes or train_minutes
@@ -351,12 +352,23 @@ class BudgetPolicy:
     def wants_save(self, step: int) -> bool:
         """Whether a budget run saves at `step` so that its end-of-run choice has an average to
         compare: AVERAGED_SAVES checkpoints over the last AVERAGED_SPAN of the steps it
-        expects (the same steps on every worker: the agreed count)."""
+        expects (the same steps on every worker: the agreed count).
+
+        Once a step falls in that span, the run saves at its spacing until it ends, even if
+        the expected count moves on: a run that slows down then still saves before its end
+        (where a span re-placed at each step would have moved past it), and one that speeds
+        up saves on. Only a count that moves the span more than its own length away places
+        it anew."""
         if self.state is None or self.agreed is None or self.agreed.expected is None:
             return False
         expected = self.agreed.expected
         spacing = max(1, int(expected * AVERAGED_SPAN / AVERAGED_SAVES))
-        return step % spacing == 0 and step > expected - AVERAGED_SAVES * spacing
+        start = expected - AVERAGED_SAVES * spacing
+        if self._averaging is not None and step < start - AVERAGED_SAVES * spacing:
+            self._averaging = None  # far more steps expected than when the span began
+        if self._averaging is None and step > start:
+            self._averaging = spacing
+        return self._averaging is not None and step % self._averaging == 0
 
     def before_save(self) -> None:
         """Keeps the minutes spent in the checkpoint about to be written."""

@@ -13,6 +13,7 @@ import pytest
 from t2t_lite.hparams import get_hparams
 from t2t_lite.train import budget
 from t2t_lite.train.budget import BudgetPolicy, BudgetState
+from t2t_lite.train.consensus import Agreed
 from t2t_lite.train.schedules import LinearBudgetSchedule
 
 
@@ -169,3 +170,41 @@ def test_an_evaluation_pause_is_left_out_of_the_step_rate(tmp_path):
     assert len(revised) == 2
     assert revised[1]["learning_rate"] == pytest.approx(budget.rate_factor(hparams, unmarked), 1e-3)
     assert revised[1]["learning_rate"] < decisions[0]["learning_rate"] - 0.05
+
+
+def _saves(limits, counts):
+    """The steps at which wants_save says yes, with the agreed count at step i+1 counts[i]."""
+    saves = []
+    for step, expected in enumerate(counts, start=1):
+        limits.agreed = Agreed(stop=False, expected=expected, settled=True, expired=False)
+        if limits.wants_save(step):
+            saves.append(step)
+    return saves
+
+
+@pytest.mark.parametrize(
+    "ends,saves",
+    [
+        (1000, [920, 940, 960, 980, 1000]),
+        # From step 951 the run expects to end at 960. A span placed anew at each step
+        # (spacing 19 from 865) would have saved at 920 and 940 only.
+        (960, [920, 940, 960]),
+        # From step 951 it expects 1,050 steps: the span keeps its spacing and saves on.
+        (1050, [920 + 20 * i for i in range(7)]),
+    ],
+)
+def test_saves_to_average_come_before_the_end_however_the_rate_moves(ends, saves):
+    # 1,000 steps expected: 5 saves over the last 10 %, every int(1000 * 0.1 / 5) = 20 steps
+    # after step 900.
+    trainer = _trainer("warmup_steps=4", minutes=2)
+    limits = BudgetPolicy(trainer, 2, 10**6, None, clock=FakeClock())
+    assert _saves(limits, [1000] * 950 + [ends] * (ends - 950)) == saves
+
+
+def test_a_span_begun_too_early_is_placed_anew():
+    # At step 951 the run expects 3,000 steps, not 1,000: more than the new span's length
+    # (300) before it, so the saves wait for it, every 60 steps after step 2,700.
+    trainer = _trainer("warmup_steps=4", minutes=2)
+    limits = BudgetPolicy(trainer, 2, 10**6, None, clock=FakeClock())
+    saves = _saves(limits, [1000] * 950 + [3000] * 2050)
+    assert saves == [920, 940, 2760, 2820, 2880, 2940, 3000]
