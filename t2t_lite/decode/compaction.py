@@ -19,7 +19,7 @@ It finds the hypotheses of `beam_search`: a done sentence's n-best list never ch
 (the stopping test), so what it had when it was dropped is what it would have ended with.
 Shapes change as sentences leave, so this search does not compile under XLA
 (`fixed_shapes`), and it takes no terminology banks; `transformer_step.translate_ids` uses it
-wherever it can.
+wherever it can (t2t-decode's greedy search is beam search with one beam, so it gains too).
 """
 
 from __future__ import annotations
@@ -104,10 +104,7 @@ def compacting_beam_search(
         )
         loop = loop._replace(beams=beams)
         done = _sentences_done(current, beams)
-        count = tf.reduce_sum(tf.cast(done, tf.int32))
-        enough = tf.cast(tf.math.ceil(COMPACT_SHARE * tf.cast(current.batch, tf.float32)), tf.int32)
-        worth = (count >= tf.maximum(enough, 1)) & (count < current.batch)
-        return (tf.cond(worth, lambda: _compact(loop, done, k), lambda: loop),)
+        return (tf.cond(_worth_it(done), lambda: _compact(loop, done, k), lambda: loop),)
 
     (loop,) = tf.while_loop(
         lambda loop: _beams_searching(now(loop), loop.beams),
@@ -118,6 +115,14 @@ def compacting_beam_search(
     )
     out_seq, out_scores, out_lp = _record(loop)
     return SearchResult(out_seq[:, :nbest, 1:], out_scores[:, :nbest], out_lp[:, :nbest])
+
+
+def _worth_it(done: tf.Tensor) -> tf.Tensor:
+    """Whether to compact a batch whose sentences are `done` [batch]: at least COMPACT_SHARE of
+    them (one at least) are, and not all (the search then ends)."""
+    count, batch = tf.reduce_sum(tf.cast(done, tf.int32)), tf.shape(done)[0]
+    enough = tf.cast(tf.math.ceil(COMPACT_SHARE * tf.cast(batch, tf.float32)), tf.int32)
+    return (count >= tf.maximum(enough, 1)) & (count < batch)
 
 
 def _record(loop: _Compacting) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -154,15 +159,17 @@ def _compact(loop: _Compacting, done: tf.Tensor, k: int) -> _Compacting:
     return _Compacting(beams, take(loop.rows), take(loop.max_lengths), state, *out)
 
 
+def _shrinking(shape: tf.TensorShape) -> tf.TensorShape:
+    """`shape` free along its first axis (a tensor of the rows still searched)."""
+    return shape if shape.rank in (None, 0) else tf.TensorShape([None, *shape[1:]])
+
+
 def _invariants(start: _Compacting) -> Any:
     """Every tensor of the batch may shrink along its first axis, and the cache's positions
     grow (`search.shape_invariants`); the outputs keep their shapes."""
 
-    def shrinking(shape: tf.TensorShape) -> tf.TensorShape:
-        return shape if shape.rank in (None, 0) else tf.TensorShape([None, *shape[1:]])
-
     growing = shape_invariants(start)
-    free = tf.nest.map_structure(shrinking, growing)
+    free = tf.nest.map_structure(_shrinking, growing)
     return free._replace(
         out_seq=growing.out_seq, out_scores=growing.out_scores, out_lp=growing.out_lp
     )
