@@ -104,9 +104,10 @@ def projected_cross_entropy(
         log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
         nll = -tf.gather_nd(log_probs, where)  # --> [tokens]
         hidden32, matrix32 = tf.cast(flat_hidden, tf.float32), tf.cast(matrix, tf.float32)
+        column_sums = tf.reduce_sum(matrix32, axis=0)  # --> [d_model], sum_v W_v
         if label_smoothing:
             log_normalizer = nll + tf.cast(tf.gather_nd(logits, where), tf.float32)
-            logit_sums = tf.linalg.matvec(hidden32, tf.reduce_sum(matrix32, axis=0))
+            logit_sums = tf.linalg.matvec(hidden32, column_sums)
             log_prob_sums = logit_sums - tf.cast(vocab, tf.float32) * log_normalizer
             smoothed = confidence * nll - low * (log_prob_sums + nll)
         else:
@@ -125,7 +126,7 @@ def projected_cross_entropy(
             # d hidden = G matrix, G = on_probs * p - shift - on_target * onehot.
             d_hidden = (
                 on_probs[:, None] * tf.cast(tf.matmul(probs, matrix), tf.float32)
-                - shift[:, None] * tf.reduce_sum(matrix32, axis=0)[None, :]
+                - shift[:, None] * column_sums[None, :]
                 - on_target[:, None] * tf.gather(matrix32, flat_targets)
             )
             if not matrix_gradient:
