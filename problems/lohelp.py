@@ -208,6 +208,7 @@ def _run(command: list[str], cwd: str) -> subprocess.CompletedProcess:
 
 def fetch_help(cache_dir: str, language_package: str) -> str:
     """Downloads and unpacks the English and `language_package` help .debs; returns the root."""
+    cache_dir = os.path.abspath(cache_dir)  # the tools run inside it
     os.makedirs(cache_dir, exist_ok=True)
     root = os.path.join(cache_dir, "unpacked")
     for package in ("libreoffice-help-en-us", f"libreoffice-help-{language_package}"):
