@@ -40,6 +40,27 @@ def machine(load_before: tuple[float, ...]) -> dict[str, str]:
     }
 
 
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def recorded_path(path: str) -> str:
+    """How a record names an input file: relative to the repository when inside it (demo_out/
+    test.en), else by its file name alone, so that no record names a folder of one machine."""
+    absolute = os.path.abspath(path)
+    if os.path.commonpath([absolute, REPOSITORY]) == REPOSITORY:
+        return os.path.relpath(absolute, REPOSITORY)
+    return os.path.basename(absolute)
+
+
+def recorded_row(row: dict) -> dict:
+    """A result row as a record keeps it: its "run" by recorded_path, without the "folder" of a
+    temporary export."""
+    kept = {key: value for key, value in row.items() if key != "folder"}
+    if "run" in kept:
+        kept["run"] = recorded_path(kept["run"])
+    return kept
+
+
 def write_record(record: str | None, name: str, about: dict, data: dict, text: str) -> None:
     """The JSON record ({"machine": about, **data}) and the markdown `text` of a benchmark, to
     `record`.json and .md, by default bench/results/DATE_NAME."""

@@ -19,6 +19,7 @@ import os
 import time
 
 from absl import app, flags
+from machine import recorded_path
 
 from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
@@ -54,7 +55,9 @@ def main(argv: list[str]) -> None:
     table = [
         f"Decoding memory (bench/memory_bench.py, {datetime.date.today()}): {len(lines):,} "
         f"lines of `{os.path.basename(FLAGS.lines)}`, beam {FLAGS.beam_size}, run "
-        f"`{FLAGS.output_dir}` ({run.checkpoint}), {FLAGS.passes} passes in one process.",
+        f"`{recorded_path(FLAGS.output_dir)}` "
+        f"({os.path.relpath(run.checkpoint, FLAGS.output_dir)}), "
+        f"{FLAGS.passes} passes in one process.",
         "",
         "| after | seconds | resident GB | peak GB |",
         "|---|---:|---:|---:|",

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 from absl import app, flags
-from machine import machine, write_record
+from machine import machine, recorded_path, recorded_row, write_record
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("teacher", None, "The teacher's run.")
@@ -225,13 +225,15 @@ def main(argv) -> None:
             for cores in map(int, FLAGS.cores):
                 if cores == 1 and not one_core(setting):
                     continue
-                rows.append(spawn({**setting, "cores": cores, "beam_size": FLAGS.beam_size}))
+                rows.append(
+                    recorded_row(spawn({**setting, "cores": cores, "beam_size": FLAGS.beam_size}))
+                )
                 print(json.dumps(rows[-1]), flush=True)
     about = machine(load)
     base = next(r for r in rows if r["model"] == "teacher" and r["weights"] == "float32"
                 and not r["shortlist"] and r["cores"] == 2)["sentences_per_second"]  # fmt: skip
-    text = (f"Teacher and student on {FLAGS.source}, {search_name()}: {about['cpu']}, commit "
-            f"{about['commit']}, "
+    text = (f"Teacher and student on {recorded_path(FLAGS.source)}, {search_name()}: "
+            f"{about['cpu']}, commit {about['commit']}, "
             f"{about['date']}; medians of {FLAGS.repeats} timed passes of {FLAGS.timed_lines} "
             f"sentences; load {about['load']}\n\n{table(rows, base)}\n")  # fmt: skip
     print(text)
