@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 import protocol as P
+from measurement import Measurement
 
 LENGTHS = (16, 32, 64, 128, 256, 512)
 TOKENS = 2048  # target tokens per batch along the length curve
@@ -43,10 +44,10 @@ def shapes() -> list[tuple[int, int]]:
     return list(dict.fromkeys(points))
 
 
-def measurements(make) -> list:
-    """`make(part, peer, task, dtype, label, venv, shape)` for every series at every point."""
+def measurements() -> list[Measurement]:
+    """Every series at every point."""
     return [
-        make("curves", peer, task, "float32", label, venv, shape)
+        Measurement("curves", peer, task, "float32", label, venv, shape)
         for shape in shapes()
         for task, peer, label, venv in SERIES
     ]

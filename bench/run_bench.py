@@ -20,11 +20,9 @@ from __future__ import annotations
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 
 from absl import app, flags
 
@@ -32,6 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pee
 import curves  # noqa: E402
 import report  # noqa: E402
 import t2t_lite_peer  # noqa: E402
+from measurement import Measurement  # noqa: E402
 
 from t2t_lite.runtime import atomic_io  # noqa: E402
 
@@ -52,35 +51,6 @@ flags.DEFINE_string("save_json", None, "Also write the raw results of this run h
 flags.DEFINE_list("from_json", [], "Merge the raw results of earlier runs into the report.")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@dataclass
-class Measurement:
-    """One kind of process: which peer, environment, task and precision; its results."""
-
-    part: str
-    peer: str  # script bench/peers/<script>_peer.py and venv .bench/<venv>
-    task: str
-    dtype: str
-    label: str
-    venv: str | None = None  # None: t2t_lite's own .venv
-    shape: tuple[int, int] | None = None  # (batch, length); None: bench/peers/protocol.py's
-    results: list[dict] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def script(self) -> str:
-        name = "t2t_lite" if self.peer == "matmul" else self.peer
-        return os.path.join(ROOT, "bench", "peers", f"{name}_peer.py")
-
-    def python(self) -> str:
-        if self.venv is None:
-            return sys.executable
-        return os.path.join(FLAGS.bench_dir, self.venv, "bin", "python")
-
-    def median(self, key: str = "tokens_per_s") -> float | None:
-        values = [r[key] for r in self.results if key in r]
-        return statistics.median(values) if values else None
 
 
 def measurements() -> list[Measurement]:
@@ -112,7 +82,7 @@ def measurements() -> list[Measurement]:
     m.append(Measurement("pipeline", "t2t_lite", "pipeline", "float32", "t2t_lite pipeline"))
     for dtype in ("float32", "bfloat16"):
         m.append(Measurement("breakdown", "t2t_lite", "breakdown", dtype, "t2t_lite step parts"))
-    return m + curves.measurements(Measurement)
+    return m + curves.measurements()
 
 
 def key(m) -> tuple:
@@ -121,7 +91,7 @@ def key(m) -> tuple:
 
 def run_one(m: Measurement) -> None:
     """Runs one process and appends its result (or the reason it failed) to `m`."""
-    command = [m.python(), m.script, f"--task={m.task}", f"--dtype={m.dtype}"]
+    command = [m.python(FLAGS.bench_dir), m.script, f"--task={m.task}", f"--dtype={m.dtype}"]
     command += [f"--steps={FLAGS.steps}", f"--warmup={FLAGS.warmup}"]
     if m.shape:
         command += [f"--batch={m.shape[0]}", f"--length={m.shape[1]}"]
@@ -156,8 +126,8 @@ def selected() -> list[Measurement]:
             continue
         if FLAGS.only and m.peer not in FLAGS.only:
             continue
-        if m.venv and not os.path.exists(m.python()):
-            m.errors.append(f"no environment {m.python()} (run `make bench-envs`)")
+        if m.venv and not os.path.exists(m.python(FLAGS.bench_dir)):
+            m.errors.append(f"no environment {m.python(FLAGS.bench_dir)} (run `make bench-envs`)")
         chosen.append(m)
     return chosen
 
@@ -189,7 +159,7 @@ def main(argv: list[str]) -> None:
         # Rotating the order as well keeps a slow stretch from always hitting the same peer.
         shift = rep % max(len(runs), 1)
         for m in runs[shift:] + runs[:shift]:
-            if not (m.venv and not os.path.exists(m.python())):
+            if not (m.venv and not os.path.exists(m.python(FLAGS.bench_dir))):
                 run_one(m)
         load.append(os.getloadavg())
     here = report.machine()

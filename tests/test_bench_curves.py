@@ -4,9 +4,7 @@ section and its plot; and the batch shape the benchmark processes take from --ba
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -17,23 +15,6 @@ import curves  # noqa: E402
 import protocol  # noqa: E402
 
 
-@dataclass
-class _Run:
-    part: str
-    peer: str
-    task: str
-    dtype: str
-    label: str
-    venv: str | None = None
-    shape: tuple[int, int] | None = None
-    results: list[dict] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def median(self, key="tokens_per_s"):
-        values = [r[key] for r in self.results]
-        return statistics.median(values) if values else None
-
-
 def test_the_curves_keep_the_tokens_per_batch_along_the_length_and_share_one_point():
     points = curves.shapes()
     along_length = [(curves.TOKENS // n, n) for n in curves.LENGTHS]
@@ -41,7 +22,7 @@ def test_the_curves_keep_the_tokens_per_batch_along_the_length_and_share_one_poi
     assert all(b * n == 2048 for b, n in along_length)
     assert (64, 32) in along_length and points.count((64, 32)) == 1  # on both curves
     assert len(points) == len(curves.LENGTHS) + len(curves.BATCHES) - 1
-    made = curves.measurements(_Run)
+    made = curves.measurements()
     assert len(made) == len(points) * len(curves.SERIES)
     assert {m.venv for m in made} == {None, "keras_hub", "ctranslate2"}
 
@@ -69,7 +50,7 @@ def test_the_flops_crossover_of_the_benchmark_model():
 
 def test_the_section_tables_ratios_and_plot(tmp_path):
     runs = []
-    for m in curves.measurements(_Run):
+    for m in curves.measurements():
         batch, length = m.shape
         faster = 2.0 if m.peer == "t2t_lite" else 1.0
         seconds_per_token = (4e-4 + 2e-6 * length) / faster
