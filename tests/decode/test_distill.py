@@ -23,6 +23,7 @@ from decoding_helpers import model_hparams, tiny_model
 from t2t_lite.data import load_tokenizer
 from t2t_lite.decode import distill as distilling
 from t2t_lite.decode.distill import DistillConfig, distill
+from t2t_lite.decode.distill_progress import DistillProgress
 from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import datagen_options, get_problem, read_metadata
@@ -189,7 +190,7 @@ def test_empty_translations_keep_their_references(tmp_path):
     source = tmp_path / "in" / "train-00000.tfrecord"
     source.parent.mkdir()
     distilling.write_shard(str(source), sources, references)
-    progress = distilling._Progress(shards=1, total=4)
+    progress = DistillProgress(shards=1, total=4)
     teacher = _ReversingTeacher()
     stats = distilling.distill_shard(teacher, str(source), str(tmp_path), {"x": 1}, progress)
     inputs, targets = _examples(tmp_path / "train-00000.tfrecord")
