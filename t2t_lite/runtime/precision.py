@@ -14,21 +14,11 @@ from collections.abc import Iterable
 
 import tensorflow as tf
 
+from t2t_lite.runtime.cpu import cpu_flags
+
 AUTO = "auto"
 NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 NATIVE_BF16_GPU_CAPABILITY = (8, 0)
-
-
-def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
-    """The flags of the first processor in `path`; empty where there is no such file."""
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return frozenset()
 
 
 def gpu_capabilities() -> list[tuple[int, int]]:

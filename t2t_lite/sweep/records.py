@@ -4,8 +4,8 @@
   sweep_state.json  written while the run trains: the run's identity, the attempts so far and
                     the minutes of training they spent (the wall time of each t2t-train process)
   sweep_done.json   written once, atomically, after the run finished training and was
-                    evaluated: the identity and the evaluation; a run with it is never trained
-                    or evaluated again
+                    evaluated: the identity, the evaluation and the machine it ran on
+                    (runtime/cpu.py); a run with it is never trained or evaluated again
   train.log         what each t2t-train process printed, attempts appended
 """
 
@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from t2t_lite.runtime import atomic_io
+from t2t_lite.runtime.cpu import describe_machine
 from t2t_lite.sweep.plan import PlannedRun, SweepConfig
 
 STATE_FILE = "sweep_state.json"
@@ -52,5 +53,10 @@ def write_state(run: PlannedRun, config: SweepConfig, attempts: int, minutes: fl
 def write_done(run: PlannedRun, config: SweepConfig, evaluation: dict, minutes: float) -> None:
     atomic_io.write_json(
         os.path.join(run.output_dir, DONE_FILE),
-        {"identity": run.identity(config), "evaluation": evaluation, "minutes_spent": minutes},
+        {
+            "identity": run.identity(config),
+            "evaluation": evaluation,
+            "minutes_spent": minutes,
+            "machine": describe_machine(),
+        },
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from t2t_lite.hparams.sweeps import SweepDefinition
 from t2t_lite.runtime import atomic_io
+from t2t_lite.runtime.cpu import machine_kind
 from t2t_lite.sweep import compare, plots, records
 from t2t_lite.sweep.plan import SweepConfig, command_line, plan_runs
 
@@ -68,13 +69,17 @@ def build_report(definition: SweepDefinition, config: SweepConfig) -> dict[str, 
     groups with their sentences, and the runs not finished."""
     runs = plan_runs(definition, config)
     by_row: dict[str, dict[int, dict | None]] = {row.name: {} for row in definition.rows}
-    unfinished = []
+    unfinished, machines = [], {}
     for run in runs:
         done = records.read_done(run)
-        evaluation = {**done["evaluation"], "minutes": done["minutes_spent"]} if done else None
-        by_row[run.row.name][run.seed] = evaluation
-        if not done:
+        evaluation = None
+        if done:
+            kind = machine_kind(done.get("machine"))
+            evaluation = {**done["evaluation"], "minutes": done["minutes_spent"], "machine": kind}
+            machines.setdefault(kind, []).append(run.name)
+        else:
             unfinished.append(run.name)
+        by_row[run.row.name][run.seed] = evaluation
     planned = {run.row.name: run for run in runs}
     rows = [_row_report(row, planned[row.name], by_row[row.name]) for row in definition.rows]
     base = next(row for row in rows if row["name"] == definition.base)
@@ -95,6 +100,7 @@ def build_report(definition: SweepDefinition, config: SweepConfig) -> dict[str, 
         "rows": rows,
         "groups": _groups(rows, base, facts),
         "unfinished": unfinished,
+        "machines": machines,  # the runs finished on each kind of CPU (runtime/cpu.py)
     }
 
 
@@ -180,6 +186,7 @@ def _heading(report: dict[str, Any]) -> list[str]:
         f"of the first {config['eval_examples']} dev examples decoded with the problem's search "
         "settings. Mean ± standard deviation over seeds.",
         "",
+        *_machines(report),
         f"Made by (DATA_DIR: what `t2t-datagen --problem={report['config']['problem']}` wrote; "
         "SWEEP_DIR: the sweep's folder):",
         "",
@@ -188,6 +195,23 @@ def _heading(report: dict[str, Any]) -> list[str]:
         "```",
         "",
     ]
+
+
+def _machines(report: dict[str, Any]) -> list[str]:
+    """Where the finished runs ran; with a budget in minutes, a warning when on several kinds
+    of CPU, whose runs make different numbers of steps."""
+    machines = report.get("machines") or {}
+    if not machines:
+        return []
+    where = "; ".join(f"{kind}: {len(names)} run{'s' * (len(names) > 1)}"
+                      for kind, names in machines.items())  # fmt: skip
+    lines = [f"Ran on {where}.", ""]
+    if len(machines) > 1 and report["config"]["train_minutes"]:
+        lines[0] += (
+            " With a budget in minutes a run's steps depend on the CPU as well as on its row: "
+            "compare rows among the runs of one machine (report.json names each run's)."
+        )
+    return lines
 
 
 def render_markdown(report: dict[str, Any]) -> str:

@@ -8,21 +8,7 @@ from train_helpers import run_training
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model import Transformer
 from t2t_lite.run.run_info import RunInfo
-from t2t_lite.runtime.precision import cpu_flags, native_bfloat16, resolve_precision
-
-CPUINFO = """processor\t: 0
-vendor_id\t: AuthenticAMD
-flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni
-processor\t: 1
-flags\t\t: fpu sse2 avx2
-"""
-
-
-def test_cpu_flags_are_the_first_processors(tmp_path):
-    path = tmp_path / "cpuinfo"
-    path.write_text(CPUINFO)
-    assert cpu_flags(str(path)) == {"fpu", "sse2", "avx2", "avx512f", "avx512_bf16", "avx512_vnni"}
-    assert cpu_flags(str(tmp_path / "missing")) == frozenset()
+from t2t_lite.runtime.precision import native_bfloat16, resolve_precision
 
 
 @pytest.mark.parametrize(

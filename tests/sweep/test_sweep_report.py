@@ -9,6 +9,7 @@ import pytest
 
 from t2t_lite.extras import MissingExtraError
 from t2t_lite.hparams.sweeps import TABLE3_SMALL
+from t2t_lite.runtime.cpu import describe_machine, machine_kind
 from t2t_lite.sweep import compare, plots, records, report
 from t2t_lite.sweep.plan import SweepConfig, plan_runs
 
@@ -147,3 +148,31 @@ def test_a_full_disk_while_writing_the_report_keeps_the_last_one(swept, monkeypa
         report.write_report(TABLE3_SMALL, swept)
     assert open(path, "rb").read() == before["report.md"]
     assert not [n for n in os.listdir(swept.sweep_dir) if n.endswith(".tmp")]
+
+
+def test_the_report_names_where_the_runs_ran_and_warns_of_mixed_cpus(swept):
+    here = machine_kind(describe_machine())
+    finished = sorted(f"{row}-seed{seed}" for row, seed in PERPLEXITY)
+    built = report.build_report(TABLE3_SMALL, swept)
+    assert {kind: sorted(names) for kind, names in built["machines"].items()} == {here: finished}
+    text = report.render_markdown(built)
+    assert f"Ran on {here}: 7 runs.\n" in text and "depend on the CPU" not in text
+    # One run finished on another kind of CPU (a sweep resumed elsewhere), one before runs
+    # recorded their machine: the report says which and warns that steps differ by CPU.
+    runs = {run.name: run for run in plan_runs(TABLE3_SMALL, swept)}
+    other = {"cpu": "AMD EPYC 9B14", "matrix_unit": "avx512_bf16", "cpus": 2}
+    for name, machine in (("A_h1-seed2", other), ("C_n4-seed2", None)):
+        path = os.path.join(runs[name].output_dir, records.DONE_FILE)
+        done = records.read_json(path)
+        done["machine"] = machine
+        with open(path, "w") as f:
+            json.dump(done, f)
+    built = report.build_report(TABLE3_SMALL, swept)
+    assert built["machines"]["AMD EPYC 9B14, avx512_bf16"] == ["A_h1-seed2"]
+    assert built["machines"]["not recorded"] == ["C_n4-seed2"]
+    rows = {row["name"]: row for row in built["rows"]}
+    assert rows["A_h1"]["seeds"]["2"]["machine"] == "AMD EPYC 9B14, avx512_bf16"
+    assert rows["A_h1"]["seeds"]["1"]["machine"] == here
+    text = report.render_markdown(built)
+    assert f"Ran on {here}: 5 runs; AMD EPYC 9B14, avx512_bf16: 1 run; not recorded: 1 run." in text
+    assert "a run's steps depend on the CPU as well as on its row" in text

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 
-from t2t_lite.runtime.precision import cpu_flags
+from t2t_lite.runtime.cpu import cpu_flags
 
 # oneDNN's ISA names, weakest first, as ONEDNN_MAX_CPU_ISA spells them (case-insensitive).
 ISA_ORDER = (
