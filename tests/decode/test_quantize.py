@@ -86,12 +86,19 @@ def _text(ids: np.ndarray) -> str:
     return " ".join(str(i - 3) for i in ids if i > 1)
 
 
+# The parent's run, which the same tests under another oneDNN kernel restore instead of training
+# their own (test_the_same_checks_under_another_onednn_kernel).
+RUN_ENV = "T2T_QUANTIZE_TEST_RUN"
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("quantize")
-    output_dir, _, data_dir = write_tiny_run(
-        root, model=train_reverse(), problem="algorithmic_reverse"
-    )
+    output_dir = os.environ.get(RUN_ENV)
+    if not output_dir:
+        output_dir, _, _ = write_tiny_run(
+            root, model=train_reverse(), problem="algorithmic_reverse"
+        )
     sources, targets = reverse_batch(np.random.default_rng(7), 200)
     return {
         "root": root,
@@ -235,17 +242,17 @@ def _normalized_scores(model, source: np.ndarray, texts: list[str]) -> list[floa
     bool(os.environ.get("ONEDNN_MAX_CPU_ISA")), reason="already under a forced kernel"
 )
 @pytest.mark.parametrize("cap", int8_kernel.forcible())
-def test_the_same_checks_under_another_onednn_kernel(cap):
-    """The tolerance, translation and cache tests again in a process whose oneDNN runs another
-    int8 kernel (int8_kernel.forcible): one with int32 sums below AMX, one that clips int16 pair
-    sums. Each must pass, with 8-bit products where `check` found the kernel exact and Keras'
-    weight-only products where it did not."""
+def test_the_same_checks_under_another_onednn_kernel(cap, trained):
+    """The tolerance, translation and cache tests again, on the same trained run, in a process
+    whose oneDNN runs another int8 kernel (int8_kernel.forcible): one with int32 sums below AMX,
+    one that clips int16 pair sums. Each must pass, with 8-bit products where `check` found the
+    kernel exact and Keras' weight-only products where it did not."""
     selected = "tolerance or translates_as_float32 or cached_int8"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", selected, __file__],
         capture_output=True,
         text=True,
-        env={**ENV, "ONEDNN_MAX_CPU_ISA": cap},
+        env={**ENV, "ONEDNN_MAX_CPU_ISA": cap, RUN_ENV: trained["output_dir"]},
         timeout=600,
     )
     assert done.returncode == 0 and "3 passed" in done.stdout, done.stdout[-3000:]
