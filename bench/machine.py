@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import re
 import subprocess
 import time
 
+from t2t_lite.runtime.cpu import describe_machine
+
 
 def cpu_name() -> str:
-    """`lscpu`'s model name ("AMD EPYC"), else platform's."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        found = re.search(r"^Model name:\s*(.+)$", out, re.M)
-        if found:
-            return found.group(1).strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return platform.processor() or "unknown cpu"
+    """The CPU's model name ("AMD EPYC 9B14"), as the sweep's records give it
+    (t2t_lite.runtime.cpu)."""
+    return describe_machine()["cpu"]
 
 
 def machine(load_before: tuple[float, ...]) -> dict[str, str]:
-    """The CPU as lscpu names it, the CPUs, the load averages (before, now) and the commit."""
+    """The CPU by its model name, the CPUs, the load averages (before, now) and the commit."""
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()

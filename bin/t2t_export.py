@@ -54,7 +54,15 @@ flags.DEFINE_boolean(
 )
 
 
+CONVERTER_QUANTIZATION = {"ctranslate2": "--ct2_quantization", "litert": "--litert_quantization"}
+
+
 def main() -> None:
+    if FLAGS.quantize != "none" and FLAGS.format in CONVERTER_QUANTIZATION:  # before restoring
+        raise ValueError(
+            f"--quantize={FLAGS.quantize}: --format={FLAGS.format} quantizes in its own "
+            f"converter; pass {CONVERTER_QUANTIZATION[FLAGS.format]} instead"
+        )
     if FLAGS.format == "ctranslate2":  # before the run is restored: a quick, clear error
         import_extra("ctranslate2", "ctranslate2", "ctranslate2", "t2t-export --format=ctranslate2")
     if FLAGS.format == "litert":

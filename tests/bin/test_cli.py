@@ -200,6 +200,18 @@ def test_user_errors_are_one_line_with_status_2(run_dir, tmp_path):
             [f"--output_dir={run}", f"--export_dir={run_dir / 'bad.txt'}"],
             f"t2t-export: error: --export_dir={run_dir / 'bad.txt'} is a file; pass a folder",
         ),
+        "quantization the search does not know": (
+            "t2t-decode",
+            [f"--output_dir={run}", "--quantize=int4"],
+            "t2t-decode: error: flag --quantize=int4: value should be one of <none|int8>",
+        ),
+        "int8 weights into a converter that quantizes itself": (
+            "t2t-export",
+            [f"--output_dir={run}", f"--export_dir={tmp_path / 'ct2'}", "--format=ctranslate2",
+             "--quantize=int8"],
+            "t2t-export: error: --quantize=int8: --format=ctranslate2 quantizes in its own "
+            "converter; pass --ct2_quantization instead",
+        ),
         "export to an existing version": (
             "t2t-export",
             [f"--output_dir={run}", f"--export_dir={exports}", "--version=3"],
