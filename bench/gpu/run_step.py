@@ -137,6 +137,7 @@ def main() -> None:
         "check_losses": losses,
         "check_relative_difference": difference,
         "compile_seconds": check.compile_seconds + timed.compile_seconds,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "jax": jax.__version__,
         "exported_by_tensorflow": manifest["tensorflow"],
     }

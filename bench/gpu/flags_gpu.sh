@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# One exported training step (a step_* folder of export_step.py) timed by run_step.py under each
+# XLA_FLAGS setting given, each in a process of its own, since XLA reads its flags once per
+# process ("" is XLA's defaults). Each RESULT line, which names its flags, goes to LOG too.
+#   bash bench/gpu/flags_gpu.sh LOG FOLDER "FLAGS" ["FLAGS" ...]
+# PEAK_TF32 and PEAK_BF16: the device's dense TFLOP/s (default: the H100 / H200 SXM's).
+set -uo pipefail
+log=$(realpath -m "$1") folder=$(realpath "$2")
+shift 2
+cd "$(dirname "$0")"
+export PYTHONUNBUFFERED=1
+precision=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["hparams"]["precision"])' \
+    "$folder/manifest.json")
+peak=$([ "$precision" = float32 ] && echo "${PEAK_TF32:-494.7}" || echo "${PEAK_BF16:-989.4}")
+for setting in "$@"; do
+    echo "== $(basename "$folder") XLA_FLAGS=$setting" | tee -a "$log"
+    XLA_FLAGS=$setting python3 run_step.py --step="$folder" --peak_tflops="$peak" 2>&1 \
+        | grep -v "^W0000\|^I0000\|^step " | tee -a "$log"
+done
