@@ -7,11 +7,11 @@
 set -uo pipefail
 log=$(realpath -m "$1") folder=$(realpath "$2")
 shift 2
+tf32=${PEAK_TF32:-} bf16=${PEAK_BF16:-}
 cd "$(dirname "$0")"
+. ./peaks.sh
 export PYTHONUNBUFFERED=1
-precision=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["hparams"]["precision"])' \
-    "$folder/manifest.json")
-peak=$([ "$precision" = float32 ] && echo "${PEAK_TF32:-494.7}" || echo "${PEAK_BF16:-989.4}")
+peak=$(peak_tflops "$(precision_of "$folder")")
 for setting in "$@"; do
     echo "== $(basename "$folder") XLA_FLAGS=$setting" | tee -a "$log"
     XLA_FLAGS=$setting python3 run_step.py --step="$folder" --peak_tflops="$peak" 2>&1 \

@@ -7,8 +7,9 @@
 #   bash bench/gpu/run_gpu.sh EXPORTS LOG [PEAK_TF32 PEAK_BF16]
 set -uo pipefail
 exports=$(realpath "$1") log=$(realpath -m "$2")
-tf32=${3:-494.7} bf16=${4:-989.4}  # dense TFLOP/s of the H100 / H200 SXM (float16: as bfloat16)
+tf32=${3:-} bf16=${4:-}  # dense TFLOP/s; default: the H100 / H200 SXM's (peaks.sh)
 cd "$(dirname "$0")"
+. ./peaks.sh
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit,driver_version \
     --format=csv,noheader | tee "$log"
@@ -21,7 +22,7 @@ print(m["hparams"]["precision"], m.get("beam_size", 0), *m["shapes"]["time"]["ba
 for folder in "$exports"/decode_* "$exports"/step_*; do
     [ -d "$folder" ] || continue
     read -r precision beam sentences length < <(manifest "$folder")
-    peak=$([ "$precision" = float32 ] && echo "$tf32" || echo "$bf16")
+    peak=$(peak_tflops "$precision")
     torch_precision=${precision#mixed_}
     if [ "$beam" -gt 0 ]; then
         tolerance=$([ "$precision" = float32 ] && echo 2e-3 || echo 2e-2)
