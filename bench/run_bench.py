@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pee
 import curves  # noqa: E402
 import report  # noqa: E402
 import t2t_lite_peer  # noqa: E402
-from measurement import Measurement  # noqa: E402
+from measurement import ROOT, Measurement  # noqa: E402
 
 from t2t_lite.runtime import atomic_io  # noqa: E402
 
@@ -49,8 +49,6 @@ flags.DEFINE_string("output", None, "Write the markdown report here (RESULTS.md)
 flags.DEFINE_string("notes", None, "A markdown file appended to the report (the analysis).")
 flags.DEFINE_string("save_json", None, "Also write the raw results of this run here.")
 flags.DEFINE_list("from_json", [], "Merge the raw results of earlier runs into the report.")
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def measurements() -> list[Measurement]:
