@@ -34,15 +34,16 @@ def machine(load_before: tuple[float, ...]) -> dict[str, str]:
     }
 
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The repository: bench/ is one level below it.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def recorded_path(path: str) -> str:
     """How a record names an input file: relative to the repository when inside it (demo_out/
     test.en), else by its file name alone, so that no record names a folder of one machine."""
     absolute = os.path.abspath(path)
-    if os.path.commonpath([absolute, REPOSITORY]) == REPOSITORY:
-        return os.path.relpath(absolute, REPOSITORY)
+    if os.path.commonpath([absolute, ROOT]) == ROOT:
+        return os.path.relpath(absolute, ROOT)
     return os.path.basename(absolute)
 
 

@@ -8,7 +8,7 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from machine import ROOT  # bench/machine.py, beside this module
 
 
 @dataclass

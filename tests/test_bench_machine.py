@@ -12,7 +12,7 @@ import machine  # noqa: E402
 
 
 def test_a_file_in_the_repository_is_named_from_its_root():
-    inside = os.path.join(machine.REPOSITORY, "demo_out", "test.en")
+    inside = os.path.join(machine.ROOT, "demo_out", "test.en")
     assert machine.recorded_path(inside) == os.path.join("demo_out", "test.en")
 
 
@@ -21,7 +21,7 @@ def test_a_file_elsewhere_is_named_by_its_file_name(tmp_path):
 
 
 def test_a_row_keeps_its_numbers_and_loses_its_temporary_folder(tmp_path):
-    row = {"run": os.path.join(machine.REPOSITORY, "demo_out", "train"), "weights": "int8",
+    row = {"run": os.path.join(machine.ROOT, "demo_out", "train"), "weights": "int8",
            "folder": str(tmp_path / "teacher" / "1"), "bleu": 33.85}  # fmt: skip
     assert machine.recorded_row(row) == {
         "run": os.path.join("demo_out", "train"),
