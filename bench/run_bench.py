@@ -30,7 +30,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pee
 import curves  # noqa: E402
 import report  # noqa: E402
 import t2t_lite_peer  # noqa: E402
-from measurement import ROOT, Measurement  # noqa: E402
+from machine import ROOT  # noqa: E402
+from measurement import Measurement  # noqa: E402
 
 from t2t_lite.runtime import atomic_io  # noqa: E402
 
