@@ -2,7 +2,8 @@
 
 The demo's teacher (transformer_small, 3 + 3 layers, in demo_out/train) -> t2t-distill of the
 training split (its translations as the targets) -> t2t-train of transformer_small_student (6 + 1
-layers: a deep encoder, a one-layer decoder) on them with a time budget -> t2t-decode of the
+layers: a deep encoder, a one-layer decoder) on them with a time budget, starting from the
+teacher's layers (--init_from: encoder layers 0,0,1,1,2,2 and decoder layer 0) -> t2t-decode of the
 held-out test split by the teacher, the student, and the student with int8 weights and a
 vocabulary shortlist -> t2t-bleu of each,
 and their BLEU and decoding speed side by side. Each step is the command a user would type,
@@ -47,12 +48,14 @@ def distill(work: str, teacher: str, data_dir: str) -> str:
     return student_data
 
 
-def train(args, data_dir: str, output_dir: str) -> None:
-    """t2t-train of the student with the demo's budget and settings (demo.py's `train`)."""
+def train(args, data_dir: str, output_dir: str, teacher: str) -> None:
+    """t2t-train of the student with the demo's budget and settings (demo.py's `train`), from
+    the teacher's weights (the layers of another depth copied: t2t_lite.train.layer_copy)."""
     run(["t2t-train", f"--problem={PROBLEM}", f"--data_dir={data_dir}",
          f"--output_dir={output_dir}", f"--hparams_set={args.hparams_set}",
-         f"--hparams={args.hparams}", f"--train_minutes={args.train_minutes}",
-         "--save_every=100", "--eval_every=1000", "--log_every=50"])  # fmt: skip
+         f"--init_from={teacher}", f"--hparams={args.hparams}",
+         f"--train_minutes={args.train_minutes}", "--save_every=100", "--eval_every=1000",
+         "--log_every=50"])  # fmt: skip
 
 
 def evaluate(name: str, run_dir: str, output: str, extra: list[str], paths: dict) -> dict:
@@ -120,7 +123,7 @@ def main() -> None:
     if not os.path.isfile(os.path.join(teacher, "final", "choice.json")):
         sys.exit(f"demo-student: no finished teacher in {teacher}: run `make demo` first")
     student_data = distill(work, teacher, data_dir)
-    train(args, student_data, student)
+    train(args, student_data, student, teacher)
     source, reference, _ = write_test_split(data_dir, work)
     paths = {"source": source, "reference": reference,
              "records": os.path.join(work, "demo_student.json")}  # fmt: skip

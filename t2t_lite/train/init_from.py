@@ -3,7 +3,9 @@
 The parent is a run directory (its newest checkpoint, averaged/ included) or a checkpoint path.
 The new run must use the same vocabulary (the vocabulary files' SHA-256 must be equal) and an
 hparams set whose variables have the parent's shapes; either mismatch is refused with the files
-or the variables named. The optimizer and the learning-rate schedule start afresh unless
+or the variables named. The numbers of encoder and decoder layers may differ from the parent's:
+each layer then copies one of the parent's (`t2t_lite.train.layer_copy`), as a distilled student
+starts from its teacher. The optimizer and the learning-rate schedule start afresh unless
 `init_optimizer`, which also takes the parent's Adam moments and step count. With
 `--lora_rank` the parent's weights become the frozen base of a LoRA adapter (`prepare_adapter`).
 """
@@ -24,6 +26,7 @@ from t2t_lite.run.checkpoints import resolve_checkpoint
 from t2t_lite.run.layout import ADAPTER_FILE, LAST_CHECKPOINT_FILE, RUN_INFO_FILE
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
+from t2t_lite.train import layer_copy
 from t2t_lite.train.config import ConflictingRunError
 
 
@@ -54,14 +57,13 @@ def check_vocabulary(parent_dir: str, parent_vocab: str, vocab: str) -> None:
         )
 
 
-def model_variable_shapes(path: str) -> dict[str, list[int]]:
-    """Object path under "model" (e.g. model/encoder/layer_0/.../kernel) --> shape of each
-    variable in a checkpoint, read from its object graph: a variable's key depends on which
+def model_variable_keys(path: str) -> dict[str, str]:
+    """Object path under "model" (e.g. model/encoder/layer_0/.../kernel) --> checkpoint key of
+    each variable in a checkpoint, read from its object graph: a variable's key depends on which
     object reached it first (the optimizer may), its path from the model does not."""
     reader = tf.train.load_checkpoint(path)
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
     graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
-    shapes = reader.get_variable_to_shape_map()
     root = [c.node_id for c in graph.nodes[0].children if c.local_name == "model"]
     stack, seen, found = [(node, "model") for node in root], set(), {}
     while stack:
@@ -72,28 +74,38 @@ def model_variable_shapes(path: str) -> dict[str, list[int]]:
         node = graph.nodes[node_id]
         for attribute in node.attributes:
             if attribute.name == "VARIABLE_VALUE":
-                found[name] = shapes.get(attribute.checkpoint_key)
+                found[name] = attribute.checkpoint_key
         stack += [(child.node_id, f"{name}/{child.local_name}") for child in node.children]
     return found
 
 
-def check_shapes(model: tf.Module, path: str) -> None:
+def model_variable_shapes(path: str) -> dict[str, list[int]]:
+    """Object path under "model" --> shape of each variable in a checkpoint."""
+    shapes = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    return {name: shapes.get(key) for name, key in model_variable_keys(path).items()}
+
+
+def check_shapes(model: tf.Module, path: str) -> dict[str, list[int]]:
     """Refuses a parent checkpoint whose model variables are missing or differ in shape from
-    `model`'s, naming them (the first ten)."""
+    `model`'s, naming them (the first ten); returns the parent's layer each layer of `model`
+    takes (`layer_copy.layer_maps`: the same one unless the depths differ)."""
     with tempfile.TemporaryDirectory() as directory:
         mine = tf.train.Checkpoint(model=model).write(os.path.join(directory, "ckpt"))
         wanted = model_variable_shapes(mine)
     found = model_variable_shapes(path)
-    bad = [
-        f"{name} {shape} (the parent's: {found.get(name, 'none')})"
-        for name, shape in sorted(wanted.items())
-        if found.get(name) != shape
-    ]
+    maps = layer_copy.layer_maps(found, wanted)
+    bad = []
+    for name, shape in sorted(wanted.items()):
+        theirs = layer_copy.parent_path(name, maps)
+        if found.get(theirs) != shape:
+            shown = name if theirs == name else f"{name} (from {theirs})"
+            bad.append(f"{shown} {shape} (the parent's: {found.get(theirs, 'none')})")
     if bad:
         raise ValueError(
             f"--init_from={path}: {len(bad)} variables of this hparams set do not match the "
             f"parent's: " + "; ".join(bad[:10])
         )
+    return maps
 
 
 def initialize_from(trainer, init_from: str, vocab: str, init_optimizer: bool = False) -> str:
@@ -102,7 +114,18 @@ def initialize_from(trainer, init_from: str, vocab: str, init_optimizer: bool = 
     parent_dir, path = parent_run(init_from)
     parent_vocab = load_tokenizer(RunInfo.load(parent_dir).data_dir).path
     check_vocabulary(parent_dir, parent_vocab, vocab)
-    check_shapes(trainer.model, path)
+    maps = check_shapes(trainer.model, path)
+    if layer_copy.changes_depth(maps):
+        if init_optimizer:
+            raise ValueError(
+                f"--init_optimizer: the run in {parent_dir} has other numbers of layers "
+                f"({layer_copy.describe(maps, model_variable_keys(path))}), so its optimizer "
+                "state does not fit this model; drop --init_optimizer"
+            )
+        keys = model_variable_keys(path)
+        layer_copy.copy_layers(trainer.model, path, keys, maps)
+        logging.info("initialized from %s: %s", path, layer_copy.describe(maps, keys))
+        return path
     parts = {"model": trainer.model}
     if init_optimizer:
         parts["optimizer"] = trainer.optimizer
@@ -141,7 +164,13 @@ def prepare_adapter(model: tf.Module, config, vocab: str, chief: bool = True) ->
     parent_dir, path = parent_run(config.init_from)
     parent_vocab = load_tokenizer(RunInfo.load(parent_dir).data_dir).path
     check_vocabulary(parent_dir, parent_vocab, vocab)
-    check_shapes(model, path)
+    maps = check_shapes(model, path)
+    if layer_copy.changes_depth(maps):
+        raise ValueError(
+            f"--lora_rank: the run in {parent_dir} has other numbers of layers "
+            f"({layer_copy.describe(maps, model_variable_keys(path))}); an adapter keeps its "
+            "parent's model, so train it with the parent's hparams set"
+        )
     tf.train.Checkpoint(model=model).restore(
         path
     ).expect_partial().assert_existing_objects_matched()
