@@ -7,15 +7,16 @@ and CTranslate2 int8 running both; a markdown table and a PNG of BLEU against sp
 
 Each setting runs in its own process, pinned to --cores CPUs (`taskset`; TensorFlow's and
 CTranslate2's thread pools take that many): it translates the whole test set once, with beam 4
-(--beam_size; 1 is greedy search) and the run's alpha (the one its budget tuned on dev, else
-the problem's 0.6) in batches of 4,096 source tokens, for BLEU (sacreBLEU), then the first
---timed_lines sentences `repeats` more times, timed; the median is reported. t2t_lite decodes
-with the `Translator` (what t2t-decode runs): "float32" is a float32 copy of a mixed-precision
-run's weights, "bfloat16" the mixed bfloat16 policy, "int8" `--quantize=int8`. CTranslate2 runs
-the `t2t-export --format=ctranslate2 --ct2_quantization=int8` folder of the run (its length
-penalty is length^alpha, docs/serving.md), with the shortlist as its vocabulary map (`use_vmap`).
-Size: the model's weights as they decode (a mixed
-bfloat16 model keeps float32 variables), or CTranslate2's model.bin.
+(--beam_size; 1 is greedy search; the student at each of --student_beams, as a distilled
+student may search narrower, Kim and Rush 2016) and the run's alpha (the one its budget tuned
+on dev, else the problem's 0.6) in batches of 4,096 source tokens, for BLEU (sacreBLEU), then
+the first --timed_lines sentences `repeats` more times, timed; the median is reported. t2t_lite
+decodes with the `Translator` (what t2t-decode runs): "float32" is a float32 copy of a
+mixed-precision run's weights, "bfloat16" the mixed bfloat16 policy, "int8" `--quantize=int8`.
+CTranslate2 runs the `t2t-export --format=ctranslate2 --ct2_quantization=int8` folder of the
+run (its length penalty is length^alpha, docs/serving.md), with the shortlist as its vocabulary
+map (`use_vmap`). Size: the model's weights as they decode (a mixed bfloat16 model keeps
+float32 variables), or CTranslate2's model.bin.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ flags.DEFINE_list("cores", ["2", "1"], "CPUs per setting; settings with 1 are th
 flags.DEFINE_integer("timed_lines", 300, "Sentences of each timed pass.")
 flags.DEFINE_integer("repeats", 3, "Timed passes.")
 flags.DEFINE_integer("beam_size", 4, "The search of every setting (1: greedy).")
+flags.DEFINE_list("student_beams", [], "The student's beams, each a row set (none: --beam_size).")
 flags.DEFINE_string("worker", None, "Internal: one setting as JSON.")
 flags.DEFINE_string("replot", None, "Draw the PNG of this JSON record again, and nothing else.")
 flags.DEFINE_string("record", None, "Where the JSON, .md and .png go; default bench/results/.")
@@ -139,15 +141,25 @@ def settings(folder: str) -> list[dict]:
         run = getattr(FLAGS, model)
         if run is None:  # the teacher alone, as on a machine without the student
             continue
-        for weights, short in T2T_SETTINGS:
-            found.append({"model": model, "engine": "t2t_lite", "run": run, "weights": weights,
-                          "shortlist": FLAGS.shortlist if short else None})  # fmt: skip
         exported = ct2_export(run, os.path.join(folder, model))
         alpha = tuned_search(run).get("alpha", 0.6)  # the problem's default otherwise
-        for short in (None, FLAGS.shortlist):  # its vocabulary map (vmap.txt), used or not
-            found.append({"model": model, "engine": "ctranslate2", "weights": "int8",
-                          "folder": exported, "shortlist": short, "alpha": alpha})  # fmt: skip
+        for beam in beams(model):
+            for weights, short in T2T_SETTINGS:
+                found.append({"model": model, "engine": "t2t_lite", "run": run,
+                              "weights": weights, "shortlist": FLAGS.shortlist if short else None,
+                              "beam_size": beam})  # fmt: skip
+            for short in (None, FLAGS.shortlist):  # its vocabulary map (vmap.txt), used or not
+                found.append({"model": model, "engine": "ctranslate2", "weights": "int8",
+                              "folder": exported, "shortlist": short, "alpha": alpha,
+                              "beam_size": beam})  # fmt: skip
     return found
+
+
+def beams(model: str) -> list[int]:
+    """The beams `model` is measured at: --beam_size, or --student_beams for the student."""
+    if model == "student" and FLAGS.student_beams:
+        return [int(beam) for beam in FLAGS.student_beams]
+    return [FLAGS.beam_size]
 
 
 def one_core(setting: dict) -> bool:
@@ -188,22 +200,28 @@ def plot(rows: list[dict], path: str) -> None:
 
 
 def search_name() -> str:
-    """The search every setting ran, as the table and the plot name it."""
-    return f"beam {FLAGS.beam_size}" if FLAGS.beam_size > 1 else "greedy search"
+    """The search of the settings, as the table and the plot name it."""
+    name = f"beam {FLAGS.beam_size}" if FLAGS.beam_size > 1 else "greedy search"
+    if beams("student") != [FLAGS.beam_size]:
+        name += f" (the student: beam {', '.join(map(str, beams('student')))})"
+    return name
 
 
 def label(row: dict) -> str:
     engine = "CT2 " if row["engine"] == "ctranslate2" else ""
     short = " +SL" if row["shortlist"] else ""
-    return f"{row['model']} {engine}{row['weights']}{short}"
+    beam = f" b{row['beam_size']}" if beams("student") != [FLAGS.beam_size] else ""
+    return f"{row['model']}{beam} {engine}{row['weights']}{short}"
 
 
 def table(rows: list[dict], base: float) -> str:
-    lines = ["| model | engine | weights | shortlist | BLEU | size (MiB) | cores | sentences/s "
-             "| vs teacher float32 |", "|---|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = ["| model | beam | engine | weights | shortlist | BLEU | size (MiB) | cores "
+             "| sentences/s | vs teacher float32 |",
+             "|---|---:|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in rows:
         lines.append(
-            f"| {r['model']} | {r['engine']} | {r['weights']} | {r['shortlist'] or ''} | "
+            f"| {r['model']} | {r['beam_size']} | {r['engine']} | {r['weights']} | "
+            f"{r['shortlist'] or ''} | "
             f"{r['bleu']:.2f} | {r['size_mb']:.1f} | {r['cores']} | "
             f"{r['sentences_per_second']:.1f} | {r['sentences_per_second'] / base:.2f}x |"
         )
@@ -226,9 +244,7 @@ def main(argv) -> None:
             for cores in map(int, FLAGS.cores):
                 if cores == 1 and not one_core(setting):
                     continue
-                rows.append(
-                    recorded_row(spawn({**setting, "cores": cores, "beam_size": FLAGS.beam_size}))
-                )
+                rows.append(recorded_row(spawn({**setting, "cores": cores})))
                 print(json.dumps(rows[-1]), flush=True)
     about = machine(load)
     base = next(r for r in rows if r["model"] == "teacher" and r["weights"] == "float32"
@@ -239,6 +255,8 @@ def main(argv) -> None:
             f"sentences; load {about['load']}\n\n{table(rows, base)}\n")  # fmt: skip
     print(text)
     kind = "student" if FLAGS.beam_size == 4 else f"student_beam{FLAGS.beam_size}"
+    if beams("student") != [FLAGS.beam_size]:
+        kind += "_student_beams" + "_".join(map(str, beams("student")))
     name = f"{about['date']}_{kind}"
     write_record(FLAGS.record, kind, about, {"rows": rows}, text)
     record = FLAGS.record or os.path.join(os.path.dirname(__file__), "results", name)
