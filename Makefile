@@ -49,8 +49,8 @@ clean:
 demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) scripts/demo.py $(DEMO_ARGS)
 
-# make demo's teacher distilled into a 6 + 1-layer student, trained on the teacher's translations
-# and compared with it (docs/demo.md); resumable. STUDENT_ARGS="--work_dir=..." passes options.
+# make demo's teacher distilled into a 6 + 1-layer student that starts from the teacher's layers,
+# trained on the teacher's translations and compared with it (docs/demo.md); resumable. STUDENT_ARGS="--work_dir=..." passes options.
 demo-student: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) scripts/demo_student.py $(STUDENT_ARGS)
 
