@@ -130,3 +130,20 @@ def test_a_run_of_another_depth_starts_from_its_parent(tmp_path):
             student.get_tensor(student_keys[mine]), parent.get_tensor(parent_keys[theirs]),
             atol=1e-6,
         )  # fmt: skip
+
+
+def test_optimizer_state_and_adapters_need_the_parents_depth(tmp_path):
+    from lora_helpers import adapter_run
+
+    from t2t_lite.train.step import Trainer
+
+    data_dir, parent_dir = parent_run(str(tmp_path))
+    vocab = get_problem("algorithmic_reverse").tokenizer(data_dir).path
+    deeper = get_hparams("transformer_tiny", HPARAMS + ",num_decoder_layers=2")
+    trainer = Trainer(deeper, 11, tf.distribute.get_strategy())
+    with pytest.raises(
+        ValueError, match=r"--init_optimizer: the run in .* other numbers of layers"
+    ):
+        init_from.initialize_from(trainer, parent_dir, vocab, init_optimizer=True)
+    with pytest.raises(ValueError, match=r"--lora_rank: the run in .* other numbers of layers"):
+        adapter_run(data_dir, parent_dir, str(tmp_path / "adapter"), 2, 1, "num_decoder_layers=2")
