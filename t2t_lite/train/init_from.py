@@ -61,7 +61,11 @@ def model_variable_keys(path: str) -> dict[str, str]:
     """Object path under "model" (e.g. model/encoder/layer_0/.../kernel) --> checkpoint key of
     each variable in a checkpoint, read from its object graph: a variable's key depends on which
     object reached it first (the optimizer may), its path from the model does not."""
-    reader = tf.train.load_checkpoint(path)
+    return _variable_keys(tf.train.load_checkpoint(path))
+
+
+def _variable_keys(reader) -> dict[str, str]:
+    """`model_variable_keys` of an open checkpoint reader."""
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
     graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
     root = [c.node_id for c in graph.nodes[0].children if c.local_name == "model"]
@@ -81,8 +85,9 @@ def model_variable_keys(path: str) -> dict[str, str]:
 
 def model_variable_shapes(path: str) -> dict[str, list[int]]:
     """Object path under "model" --> shape of each variable in a checkpoint."""
-    shapes = tf.train.load_checkpoint(path).get_variable_to_shape_map()
-    return {name: shapes.get(key) for name, key in model_variable_keys(path).items()}
+    reader = tf.train.load_checkpoint(path)
+    shapes = reader.get_variable_to_shape_map()
+    return {name: shapes.get(key) for name, key in _variable_keys(reader).items()}
 
 
 def check_shapes(model: tf.Module, path: str) -> dict[str, list[int]]:
@@ -116,13 +121,13 @@ def initialize_from(trainer, init_from: str, vocab: str, init_optimizer: bool = 
     check_vocabulary(parent_dir, parent_vocab, vocab)
     maps = check_shapes(trainer.model, path)
     if layer_copy.changes_depth(maps):
+        keys = model_variable_keys(path)
         if init_optimizer:
             raise ValueError(
                 f"--init_optimizer: the run in {parent_dir} has other numbers of layers "
-                f"({layer_copy.describe(maps, model_variable_keys(path))}), so its optimizer "
-                "state does not fit this model; drop --init_optimizer"
+                f"({layer_copy.describe(maps, keys)}), so its optimizer state does not fit "
+                "this model; drop --init_optimizer"
             )
-        keys = model_variable_keys(path)
         layer_copy.copy_layers(trainer.model, path, keys, maps)
         logging.info("initialized from %s: %s", path, layer_copy.describe(maps, keys))
         return path

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+import keras
 import tensorflow as tf
 
 # An encoder or decoder layer's variable: (stack, layer index) and the path within the layer.
@@ -74,7 +75,7 @@ def model_variables(model: tf.Module) -> dict[str, tf.Variable]:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, tf.Variable) or hasattr(node, "assign"):
+        if isinstance(node, (tf.Variable, keras.Variable)):
             found[name] = node
             continue
         for child_name, child in view.children(node).items():
