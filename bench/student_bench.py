@@ -6,17 +6,19 @@ and CTranslate2 int8 running both; a markdown table and a PNG of BLEU against sp
         --source=demo_out/test.en --reference=demo_out/test.de
 
 Each setting runs in its own process, pinned to --cores CPUs (`taskset`; TensorFlow's and
-CTranslate2's thread pools take that many): it translates the whole test set once, with beam 4
-(--beam_size; 1 is greedy search; the student at each of --student_beams, as a distilled
-student may search narrower, Kim and Rush 2016) and the run's alpha (the one its budget tuned
-on dev, else the problem's 0.6) in batches of 4,096 source tokens, for BLEU (sacreBLEU), then
+CTranslate2's thread pools take that many), on the most of them once per --inter_threads (batches
+searched at once, each op on cores / inter_threads threads: `t2t-decode --inter_threads`,
+CTranslate2's `inter_threads` and `intra_threads`). A setting translates the whole test set once,
+with beam 4 (--beam_size; 1 is greedy search; the student at each of --student_beams, as a
+distilled student may search narrower, Kim and Rush 2016) and the run's alpha (the one its budget
+tuned on dev, else the problem's 0.6) in batches of 4,096 source tokens, for BLEU (sacreBLEU), then
 the first --timed_lines sentences `repeats` more times, timed; the median is reported. t2t_lite
 decodes with the `Translator` (what t2t-decode runs): "float32" is a float32 copy of a
 mixed-precision run's weights, "bfloat16" the mixed bfloat16 policy, "int8" `--quantize=int8`.
-CTranslate2 runs the `t2t-export --format=ctranslate2 --ct2_quantization=int8` folder of the
-run (its length penalty is length^alpha, docs/serving.md), with the shortlist as its vocabulary
-map (`use_vmap`). Size: the model's weights as they decode (a mixed bfloat16 model keeps
-float32 variables), or CTranslate2's model.bin.
+CTranslate2 runs the `t2t-export --format=ctranslate2 --ct2_quantization=int8` folder of the run
+(its length penalty is length^alpha, docs/serving.md), with the shortlist as its vocabulary map
+(`use_vmap`). Size: the model's weights as they decode (a mixed bfloat16 model keeps float32
+variables), or CTranslate2's model.bin.
 """
 
 from __future__ import annotations
@@ -43,11 +45,12 @@ flags.DEFINE_integer("timed_lines", 300, "Sentences of each timed pass.")
 flags.DEFINE_integer("repeats", 3, "Timed passes.")
 flags.DEFINE_integer("beam_size", 4, "The search of every setting (1: greedy).")
 flags.DEFINE_list("student_beams", [], "The student's beams, each a row set (none: --beam_size).")
+flags.DEFINE_list("inter_threads", ["1"], "Batches searched at once on 2 CPUs, each a row set.")
+flags.DEFINE_list("weights", ["float32", "bfloat16", "int8"], "t2t_lite's weights measured.")
 flags.DEFINE_string("worker", None, "Internal: one setting as JSON.")
 flags.DEFINE_string("replot", None, "Draw the PNG of this JSON record again, and nothing else.")
 flags.DEFINE_string("record", None, "Where the JSON, .md and .png go; default bench/results/.")
 
-T2T_SETTINGS = [(w, s) for w in ("float32", "bfloat16", "int8") for s in (False, True)]
 # The settings measured on one CPU as well: each model's slowest and fastest.
 ONE_CORE = {("t2t_lite", "float32", False), ("t2t_lite", "int8", True),
             ("ctranslate2", "int8", False), ("ctranslate2", "int8", True)}  # fmt: skip
@@ -71,8 +74,9 @@ def t2t_translate(setting: dict):
         copy.set_weights(model.get_weights())
         model = copy
     translator = Translator(
-        model, run.tokenizer, run.search, 4096, run.problem.postprocess, shortlist=run.shortlist
-    )
+        model, run.tokenizer, run.search, 4096, run.problem.postprocess,
+        shortlist=run.shortlist, inter_threads=setting["inter_threads"],
+    )  # fmt: skip
     size = sum(v.numpy().nbytes for v in model.weights)
     return translator.translate, int(size)
 
@@ -87,7 +91,10 @@ def ct2_translate(setting: dict):
     pieces = sentencepiece.SentencePieceProcessor(
         model_file=os.path.join(folder, info["vocabulary"])
     )
-    translator = ctranslate2.Translator(folder, device="cpu", intra_threads=setting["cores"])
+    inter = setting["inter_threads"]
+    translator = ctranslate2.Translator(
+        folder, device="cpu", inter_threads=inter, intra_threads=max(1, setting["cores"] // inter)
+    )
 
     def translate(lines):
         tokens = [pieces.encode(line.strip(), out_type=str) for line in lines]
@@ -106,6 +113,11 @@ def ct2_translate(setting: dict):
 def work(setting: dict) -> dict:
     """One setting, in this (pinned) process."""
     import sacrebleu
+
+    from t2t_lite.runtime.threads import split_cpus
+
+    if setting["engine"] == "t2t_lite":
+        split_cpus(setting["inter_threads"])  # before TensorFlow runs
 
     with open(FLAGS.source, encoding="utf-8") as f:
         sources = [line.rstrip("\n") for line in f]
@@ -144,7 +156,7 @@ def settings(folder: str) -> list[dict]:
         exported = ct2_export(run, os.path.join(folder, model))
         alpha = tuned_search(run).get("alpha", 0.6)  # the problem's default otherwise
         for beam in beams(model):
-            for weights, short in T2T_SETTINGS:
+            for weights, short in [(w, s) for w in FLAGS.weights for s in (False, True)]:
                 found.append({"model": model, "engine": "t2t_lite", "run": run,
                               "weights": weights, "shortlist": FLAGS.shortlist if short else None,
                               "beam_size": beam})  # fmt: skip
@@ -160,6 +172,14 @@ def beams(model: str) -> list[int]:
     if model == "student" and FLAGS.student_beams:
         return [int(beam) for beam in FLAGS.student_beams]
     return [FLAGS.beam_size]
+
+
+def machine_shares() -> list[tuple[int, int]]:
+    """(CPUs, batches searched at once) of each row of a setting: --inter_threads on the most
+    CPUs, one batch at a time on fewer."""
+    most = max(map(int, FLAGS.cores))
+    return [(cores, inter) for cores in map(int, FLAGS.cores)
+            for inter in (map(int, FLAGS.inter_threads) if cores == most else [1])]  # fmt: skip
 
 
 def one_core(setting: dict) -> bool:
@@ -211,18 +231,21 @@ def label(row: dict) -> str:
     engine = "CT2 " if row["engine"] == "ctranslate2" else ""
     short = " +SL" if row["shortlist"] else ""
     beam = f" b{row['beam_size']}" if beams("student") != [FLAGS.beam_size] else ""
-    return f"{row['model']}{beam} {engine}{row['weights']}{short}"
+    inter = row.get("inter_threads", 1)
+    at_once = f" x{inter}" if inter > 1 else ""  # batches searched at once
+    return f"{row['model']}{beam} {engine}{row['weights']}{short}{at_once}"
 
 
 def table(rows: list[dict], base: float) -> str:
     lines = ["| model | beam | engine | weights | shortlist | BLEU | size (MiB) | cores "
-             "| sentences/s | vs teacher float32 |",
-             "|---|---:|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+             "| batches at once | sentences/s | vs teacher float32 |",
+             "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['beam_size']} | {r['engine']} | {r['weights']} | "
             f"{r['shortlist'] or ''} | "
             f"{r['bleu']:.2f} | {r['size_mb']:.1f} | {r['cores']} | "
+            f"{r.get('inter_threads', 1)} | "
             f"{r['sentences_per_second']:.1f} | {r['sentences_per_second'] / base:.2f}x |"
         )
     return "\n".join(lines)
@@ -241,14 +264,16 @@ def main(argv) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for setting in settings(folder):
-            for cores in map(int, FLAGS.cores):
+            for cores, inter in machine_shares():
                 if cores == 1 and not one_core(setting):
                     continue
-                rows.append(recorded_row(spawn({**setting, "cores": cores})))
+                share = {"cores": cores, "inter_threads": inter}
+                rows.append(recorded_row(spawn({**setting, **share})))
                 print(json.dumps(rows[-1]), flush=True)
     about = machine(load)
     base = next(r for r in rows if r["model"] == "teacher" and r["weights"] == "float32"
-                and not r["shortlist"] and r["cores"] == 2)["sentences_per_second"]  # fmt: skip
+                and not r["shortlist"] and r["cores"] == 2
+                and r["inter_threads"] == 1)["sentences_per_second"]  # fmt: skip
     text = (f"Teacher and student on {recorded_path(FLAGS.source)}, {search_name()}: "
             f"{about['cpu']}, commit {about['commit']}, "
             f"{about['date']}; medians of {FLAGS.repeats} timed passes of {FLAGS.timed_lines} "
@@ -257,6 +282,8 @@ def main(argv) -> None:
     kind = "student" if FLAGS.beam_size == 4 else f"student_beam{FLAGS.beam_size}"
     if beams("student") != [FLAGS.beam_size]:
         kind += "_student_beams" + "_".join(map(str, beams("student")))
+    if FLAGS.inter_threads != ["1"]:
+        kind += "_inter_threads" + "_".join(FLAGS.inter_threads)
     name = f"{about['date']}_{kind}"
     write_record(FLAGS.record, kind, about, {"rows": rows}, text)
     record = FLAGS.record or os.path.join(os.path.dirname(__file__), "results", name)

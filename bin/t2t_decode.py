@@ -34,6 +34,7 @@ flags.DEFINE_string(
 )
 search_flags.define_guidance_flags()
 search_flags.define_jit_compile_flag()
+search_flags.define_inter_threads_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_integer("nbest", 1, "Hypotheses per input line (<= beam_size).", lower_bound=1)
@@ -48,7 +49,9 @@ flags.DEFINE_enum(
 
 def main() -> None:
     from t2t_lite.decode.runner import DecodeConfig, run_decode  # TensorFlow: not for --help
+    from t2t_lite.runtime.threads import split_cpus
 
+    split_cpus(FLAGS.inter_threads)  # before TensorFlow runs an op
     config = DecodeConfig(
         **{
             name: FLAGS[name].value

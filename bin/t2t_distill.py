@@ -46,13 +46,16 @@ flags.DEFINE_string(
 )
 search_flags.define_search_flags()
 search_flags.define_quantize_flag()
+search_flags.define_inter_threads_flag()
 flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bound=1)
 
 
 def main() -> None:
     from t2t_lite.decode.distill import DistillConfig, distill  # TensorFlow: not for --help
+    from t2t_lite.runtime.threads import split_cpus
 
+    split_cpus(FLAGS.inter_threads)  # before TensorFlow runs an op
     run_flags.import_usr_dir()
     config = DistillConfig(
         teacher=FLAGS.teacher,
@@ -62,6 +65,7 @@ def main() -> None:
         search=search_flags.search_overrides(),
         quantize=FLAGS.quantize,
         batch_tokens=FLAGS.batch_tokens,
+        inter_threads=FLAGS.inter_threads,
     )
     metadata = distill(config)
     print(json.dumps({split: entry["examples"] for split, entry in metadata["splits"].items()}))

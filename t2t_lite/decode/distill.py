@@ -49,6 +49,7 @@ from t2t_lite.problems.base import METADATA, read_metadata
 from t2t_lite.run.run import Run
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime import atomic_io
+from t2t_lite.runtime.threads import map_batches
 from t2t_lite.vocabulary import EOS_ID
 
 STATE = "distill.json"  # written first: the folder is t2t-distill's, made from this data_dir
@@ -62,7 +63,8 @@ class DistillConfig:
     """What t2t-distill is asked for: the teacher's run folder and `checkpoint` (default: the
     one t2t-decode restores; several, comma-separated, for an ensemble), the data_dir whose
     train split is translated, the output_data_dir, `search` settings over the teacher's own
-    (None values ignored, as by `Run.restore`), `quantize` ("int8") and `batch_tokens`."""
+    (None values ignored, as by `Run.restore`), `quantize` ("int8"), `batch_tokens` and
+    `inter_threads` (batches searched at once: `t2t_lite.runtime.threads`)."""
 
     teacher: str
     data_dir: str
@@ -71,6 +73,7 @@ class DistillConfig:
     search: dict[str, Any] = dataclasses.field(default_factory=dict)
     quantize: str = "none"
     batch_tokens: int = 4096
+    inter_threads: int = 1
 
 
 def distill(config: DistillConfig) -> dict:
@@ -90,7 +93,9 @@ def distill(config: DistillConfig) -> dict:
         search=config.search,
         quantize=config.quantize,
     )
-    translator = Translator.from_run(run, batch_tokens=config.batch_tokens)
+    translator = Translator.from_run(
+        run, batch_tokens=config.batch_tokens, inter_threads=config.inter_threads
+    )
     stamp = teacher_stamp(run, vocab_sha256)
     shards = metadata["splits"][SPLIT]["shards"]
     progress = DistillProgress(len(shards), int(metadata["splits"][SPLIT]["examples"]))
@@ -292,8 +297,12 @@ def best_hypotheses(
             limit,
         )
     found: list[list[int]] = [[EOS_ID]] * len(rows)
-    for batch in token_batches([len(r) for r in rows], translator.batch_tokens):
-        found_ids = translator.search_ids([rows[i] for i in batch]).ids.numpy()
+    batches = token_batches([len(r) for r in rows], translator.batch_tokens)
+
+    def search(batch):
+        return translator.search_ids([rows[i] for i in batch]).ids.numpy()
+
+    for batch, found_ids in map_batches(search, batches, translator.inter_threads):
         hypotheses = hypothesis_ids(found_ids[:, 0])  # [rows, nbest, length] --> [rows, length]
         for i, hypothesis in zip(batch, hypotheses, strict=True):
             found[i] = hypothesis

@@ -121,6 +121,7 @@ class DecodeConfig:
     quantize: str = "none"  # "int8": int8 weights (t2t_lite.model.quantize)
     strategy: str = "default"  # t2t_lite.runtime.distribute.STRATEGIES; see decode_strategy
     jit_compile: bool = False  # XLA compiles the search (Translator)
+    inter_threads: int = 1  # batches searched at once (t2t_lite.runtime.threads.split_cpus first)
     prefix_file: str | None = None  # a target prefix per input line (guidance.read_guides)
     constraints_file: str | None = None  # tab-separated target phrases per input line
     terminology: str | None = None  # source term <TAB> target term
@@ -185,7 +186,9 @@ def run_decode(config: DecodeConfig, restore: Callable[[], Run] | None = None) -
     inputs = read_decode_inputs(config) if config.decode_from_file else None
     guides = _read_guides(config, inputs[0]) if inputs else None
     run = (restore or config.restore)()
-    translator = Translator.from_run(run, config.batch_tokens, config.jit_compile)
+    translator = Translator.from_run(
+        run, config.batch_tokens, config.jit_compile, inter_threads=config.inter_threads
+    )
     if not config.decode_from_file and not config.score_file and sys.stdin.isatty():
         interactive(translator)
         return 0

@@ -83,6 +83,18 @@ def define_jit_compile_flag() -> None:
     )
 
 
+def define_inter_threads_flag() -> None:
+    """Defines --inter_threads (t2t-decode, t2t-distill): batches searched at once, each op on
+    a share of the CPUs (`t2t_lite.runtime.threads`)."""
+    flags.DEFINE_integer(
+        "inter_threads",
+        1,
+        "Batches searched at once, each op on CPUs / this many threads (CTranslate2's "
+        "inter_threads): more sentences/s on files of many batches (docs/decoding.md).",
+        lower_bound=1,
+    )
+
+
 def define_guidance_flags() -> None:
     """Defines t2t-decode's --prefix_file, --constraints_file, --terminology (what a line asks
     of its translation: `t2t_lite.decode.guidance`), --alignment and --output_format."""

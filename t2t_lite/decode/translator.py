@@ -36,6 +36,7 @@ from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.quantize import multiplies_in_8_bits
 from t2t_lite.run.run import Run
 from t2t_lite.runtime.progress import DecodeProgress
+from t2t_lite.runtime.threads import map_batches, warn_if_unsplit
 from t2t_lite.vocabulary import EOS_ID, UNK_ID
 
 
@@ -70,6 +71,7 @@ class Translator:
         calibration: Calibration | None = None,
         source_language: str = "en",
         shortlist: Shortlist | None = None,
+        inter_threads: int = 1,
     ):
         if tokenizer.vocab_size != model.vocab_size:
             raise ValueError(
@@ -100,6 +102,8 @@ class Translator:
                 "batch, which XLA cannot compile; drop one of the two flags"
             )
         self.jit_compile = jit_compile
+        self.inter_threads = inter_threads  # batches searched at once (`runtime.threads`)
+        warn_if_unsplit(inter_threads)
         spec = tf.TensorSpec([None, None], tf.int32)
         search = search_function(
             model, settings, constraint, fixed_shapes=jit_compile, shortlist=shortlist
@@ -125,6 +129,7 @@ class Translator:
         jit_compile: bool = False,
         checkpoint: str | None = None,
         quantize: str | None = None,
+        inter_threads: int = 1,
         **search: Any,
     ) -> Translator | ExportedTranslator:
         """A translator that searches as the run says, with the problem's constraint and
@@ -155,6 +160,7 @@ class Translator:
             Calibration.load(run.output_dir),
             getattr(run.problem, "source_language", "") or "en",
             run.shortlist,
+            inter_threads,
         )
 
     def translate_document(
@@ -290,12 +296,18 @@ class Translator:
         todo = [i for i, s in enumerate(sources) if s is not None]
         progress = DecodeProgress(len(todo), "decoded", enabled=log_progress)
         width = self._bucket_width if self.jit_compile else None
-        for batch in token_batches([len(sources[i]) for i in todo], self.batch_tokens, width):
-            rows = [todo[j] for j in batch]
+        batches = token_batches([len(sources[i]) for i in todo], self.batch_tokens, width)
+        batches = [[todo[j] for j in batch] for batch in batches]
+        if guides:
+            self._guided_search()  # traced once, before the batches' threads start
+
+        def search(rows):
             row_guides = [guides[i] for i in rows] if guides else None
-            found = self._search_rows(
+            return self._search_rows(
                 [sources[i] for i in rows], row_guides, [names[i] for i in rows]
             )
+
+        for rows, found in map_batches(search, batches, self.inter_threads):
             ids = found.ids.numpy()  # [rows, nbest, length]
             flat = ids.reshape(-1, ids.shape[-1])  # --> [rows * nbest, length]
             texts = self.tokenizer.decode(flat).numpy().reshape(ids.shape[:2])  # [rows, nbest]
@@ -359,11 +371,14 @@ class Translator:
         results: list = [None] * len(sources)
         progress = DecodeProgress(len(todo), "scored")
         lengths = [max(len(source_ids[i]), len(target_ids[i])) for i in todo]
-        for batch in token_batches(lengths, self.batch_tokens):
-            rows = [todo[j] for j in batch]
+        batches = [[todo[j] for j in b] for b in token_batches(lengths, self.batch_tokens)]
+
+        def scored(rows):
             inputs = pad_batch([source_ids[i] for i in rows])
             expected = pad_batch([target_ids[i] for i in rows])
-            values = self._score(inputs, expected).numpy()
+            return expected, self._score(inputs, expected).numpy()
+
+        for rows, (expected, values) in map_batches(scored, batches, self.inter_threads):
             about = (
                 self._describe([source_ids[i] for i in rows], expected[:, None])
                 if details

@@ -169,7 +169,7 @@ def test_other_search_settings_translate_again(teacher, distilled, tmp_path):
 class _ReversingTeacher:
     """A stand-in for `Translator`: the source reversed, nothing for sources of odd length."""
 
-    max_positions, batch_tokens = 5, 12
+    max_positions, batch_tokens, inter_threads = 5, 12, 1
 
     def __init__(self):
         self.seen: list[list[int]] = []

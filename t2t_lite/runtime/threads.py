@@ -1,0 +1,101 @@
+"""How a decoding process shares its CPUs: batches searched at once, and threads per op.
+
+A search step is hundreds of small ops (bench/RESULTS.md), and an op split over every CPU spends
+much of its time starting and joining threads. On a CPU, more sentences per second come from
+searching `inter_threads` batches at once, each op on `cpus // inter_threads` threads, as
+CTranslate2 (`inter_threads`, `intra_threads`) and Marian (`--cpu-threads`) do; one batch alone
+then runs on fewer threads, so this pays for files of many batches, not for a single line.
+
+TensorFlow fixes its threads per op when it first runs one, so `split_cpus` comes before the
+model is restored (t2t-decode and t2t-distill call it first thing).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+from absl import logging
+
+from t2t_lite.extras import lazy_import
+
+tf = lazy_import("tensorflow")
+T, R = TypeVar("T"), TypeVar("R")
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity: `taskset` and container limits)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
+
+
+def split_cpus(inter_threads: int, flag: str = "--inter_threads") -> int:
+    """Gives each op `cpu_count() // inter_threads` threads (at least one), for `inter_threads`
+    batches searched at once; returns that number. 1 leaves TensorFlow's default (every CPU).
+    Raises ValueError naming `flag` once TensorFlow has run an op in this process."""
+    if inter_threads < 1:
+        raise ValueError(f"{flag}={inter_threads} must be at least 1")
+    if inter_threads == 1:
+        return cpu_count()
+    per_op = max(1, cpu_count() // inter_threads)
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(per_op)
+    except RuntimeError:
+        if tf.config.threading.get_intra_op_parallelism_threads() != per_op:
+            raise ValueError(
+                f"{flag}={inter_threads}: TensorFlow has already run in this process with its "
+                "threads per op set; call t2t_lite.runtime.threads.split_cpus before any "
+                "TensorFlow op"
+            ) from None
+    logging.info(
+        "%s=%d: %d batches searched at once, each op on %d of %d CPUs",
+        flag,
+        inter_threads,
+        inter_threads,
+        per_op,
+        cpu_count(),
+    )
+    return per_op
+
+
+def warn_if_unsplit(inter_threads: int) -> None:
+    """Warns where `inter_threads` batches will be searched at once with every op still on
+    every CPU (`split_cpus` not called): the threads then contend and gain little."""
+    if inter_threads > 1 and tf.config.threading.get_intra_op_parallelism_threads() == 0:
+        logging.warning(
+            "inter_threads=%d, but each op still runs on every CPU: call "
+            "t2t_lite.runtime.threads.split_cpus(%d) before TensorFlow runs",
+            inter_threads,
+            inter_threads,
+        )
+
+
+def map_batches(
+    fn: Callable[[T], R], batches: Iterable[T], inter_threads: int
+) -> Iterator[tuple[T, R]]:
+    """(batch, `fn(batch)`) for each batch, in order: `inter_threads` batches at a time on as
+    many threads (TensorFlow releases the GIL while a search runs), or one after another for 1.
+    At most 2 * inter_threads batches are started ahead of the one returned; those not started
+    when the caller stops are cancelled."""
+    if inter_threads == 1:
+        yield from ((batch, fn(batch)) for batch in batches)
+        return
+    pending: deque[tuple[T, Future]] = deque()
+    with ThreadPoolExecutor(inter_threads, thread_name_prefix="search") as pool:
+        try:
+            for batch in batches:
+                pending.append((batch, pool.submit(fn, batch)))
+                if len(pending) > 2 * inter_threads:
+                    done, future = pending.popleft()
+                    yield done, future.result()
+            while pending:
+                done, future = pending.popleft()
+                yield done, future.result()
+        finally:
+            for _, future in pending:
+                future.cancel()
