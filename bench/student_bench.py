@@ -203,7 +203,10 @@ def plot(rows: list[dict], path: str) -> None:
 
     plt = pyplot("the speed and quality plot")
     figure, axes = plt.subplots(figsize=(8, 4.8))
-    shown = [r for r in rows if r["cores"] == max(r["cores"] for r in rows)]
+    # The rows of the most CPUs, and of those the most batches at once (the table has all).
+    most = max(r["cores"] for r in rows)
+    inter = max(r.get("inter_threads", 1) for r in rows if r["cores"] == most)
+    shown = [r for r in rows if r["cores"] == most and r.get("inter_threads", 1) == inter]
     for index, row in enumerate(sorted(shown, key=lambda r: r["sentences_per_second"])):
         marker = "o" if row["model"] == "teacher" else "s"
         color = "tab:red" if row["engine"] == "ctranslate2" else "tab:blue"
@@ -213,7 +216,8 @@ def plot(rows: list[dict], path: str) -> None:
                       xytext=offset, textcoords="offset points")  # fmt: skip
     axes.set_xscale("log")
     axes.margins(x=0.12)  # room for the labels of the fastest points
-    axes.set_xlabel(f"sentences per second, {search_name()}, {shown[0]['cores']} CPUs (log scale)")
+    at_once = f", {inter} batches at once" if inter > 1 else ""
+    axes.set_xlabel(f"sentences per second, {search_name()}, {most} CPUs{at_once} (log scale)")
     axes.set_ylabel("test BLEU")
     axes.set_title("teacher (circles) and student (squares); blue t2t_lite, red CTranslate2")
     write_png(figure, path, dpi=120)
@@ -231,9 +235,7 @@ def label(row: dict) -> str:
     engine = "CT2 " if row["engine"] == "ctranslate2" else ""
     short = " +SL" if row["shortlist"] else ""
     beam = f" b{row['beam_size']}" if beams("student") != [FLAGS.beam_size] else ""
-    inter = row.get("inter_threads", 1)
-    at_once = f" x{inter}" if inter > 1 else ""  # batches searched at once
-    return f"{row['model']}{beam} {engine}{row['weights']}{short}{at_once}"
+    return f"{row['model']}{beam} {engine}{row['weights']}{short}"
 
 
 def table(rows: list[dict], base: float) -> str:

@@ -14,8 +14,6 @@ in give N lines out (an empty line gives an empty line; nbest > 1 writes Moses n
 
 from __future__ import annotations
 
-import functools
-
 from absl import flags, logging
 
 from t2t_lite.bin import cli, run_flags
@@ -49,9 +47,7 @@ flags.DEFINE_enum(
 
 def main() -> None:
     from t2t_lite.decode.runner import DecodeConfig, run_decode  # TensorFlow: not for --help
-    from t2t_lite.runtime.threads import split_cpus
 
-    split_cpus(FLAGS.inter_threads)  # before TensorFlow runs an op
     config = DecodeConfig(
         **{
             name: FLAGS[name].value
@@ -59,12 +55,14 @@ def main() -> None:
             if name in FLAGS  # every field is a flag of the same name
         }
     )
-    restore = functools.partial(
-        run_flags.restore_run,
-        search={"nbest": FLAGS.nbest},
-        ensemble_weights=FLAGS.ensemble_weights,
-        strategy=decode_strategy(FLAGS.strategy),
-    )
+
+    def restore():  # after run_decode has set TensorFlow's threads (--inter_threads)
+        return run_flags.restore_run(
+            search={"nbest": FLAGS.nbest},
+            ensemble_weights=FLAGS.ensemble_weights,
+            strategy=decode_strategy(FLAGS.strategy),
+        )
+
     written = run_decode(config, restore)
     if config.decode_to_file:
         logging.info("wrote %d lines to %s", written, config.decode_to_file)

@@ -53,9 +53,7 @@ flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bou
 
 def main() -> None:
     from t2t_lite.decode.distill import DistillConfig, distill  # TensorFlow: not for --help
-    from t2t_lite.runtime.threads import split_cpus
 
-    split_cpus(FLAGS.inter_threads)  # before TensorFlow runs an op
     run_flags.import_usr_dir()
     config = DistillConfig(
         teacher=FLAGS.teacher,

@@ -49,7 +49,7 @@ from t2t_lite.problems.base import METADATA, read_metadata
 from t2t_lite.run.run import Run
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime import atomic_io
-from t2t_lite.runtime.threads import map_batches
+from t2t_lite.runtime.threads import map_batches, split_cpus
 from t2t_lite.vocabulary import EOS_ID
 
 STATE = "distill.json"  # written first: the folder is t2t-distill's, made from this data_dir
@@ -82,6 +82,7 @@ def distill(config: DistillConfig) -> dict:
     Refuses, before anything is written, a data_dir without a finished train split, an
     output_data_dir that is the data_dir, holds another vocabulary or is neither empty nor
     t2t-distill's, and a teacher trained with another vocabulary or problem (ValueError)."""
+    split_cpus(config.inter_threads)  # before TensorFlow runs an op
     metadata = source_metadata(config.data_dir)
     vocab_sha256 = check_teacher(config.teacher, config.data_dir, metadata)
     check_destination(config.data_dir, config.output_data_dir, metadata, vocab_sha256)

@@ -21,6 +21,7 @@ from t2t_lite.decode.translator import Hypothesis, Translator
 from t2t_lite.hparams.search_settings import parse_sampling
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
+from t2t_lite.runtime.threads import split_cpus
 
 STDIN = "<stdin>"
 
@@ -179,6 +180,7 @@ def run_decode(config: DecodeConfig, restore: Callable[[], Run] | None = None) -
     """Decodes (or scores) as `config` says; returns the number of lines written (or 0 after the
     interactive prompt). `restore` restores the run (default `config.restore`; t2t-decode
     passes the one restore of the commands' run flags, `t2t_lite.bin.run_flags`)."""
+    split_cpus(config.inter_threads)  # before TensorFlow runs an op: the model is not loaded
     if config.input_format == "document":
         return _decode_document(config, restore)
     # An input file is read and checked before the model loads (a bad one fails at once);
