@@ -55,7 +55,8 @@ class Translator:
     `score(sources, targets)` returns log p(target | source) per pair (None if either is empty).
     With a `strategy` (whose scope made the model), each batch is split across its replicas.
     With `jit_compile`, XLA compiles the search, once per batch shape (`t2t_lite.decode.batches`
-    holds the shapes to a few buckets); it finds the same hypotheses.
+    holds the shapes to a few buckets); it finds the same hypotheses. With `inter_threads` > 1,
+    as many batches are searched at once (`t2t_lite.runtime.threads`: `split_cpus` first).
     """
 
     def __init__(
@@ -142,7 +143,7 @@ class Translator:
         """
         if isinstance(run, str):
             if is_export(run):
-                if checkpoint or quantize or search:
+                if checkpoint or quantize or search or inter_threads != 1:
                     raise ValueError(f"{run} is an export: its checkpoint and search are fixed")
                 return ExportedTranslator(run)
             run = Run.restore(run, checkpoint, search=search, quantize=quantize)
@@ -299,7 +300,7 @@ class Translator:
         batches = token_batches([len(sources[i]) for i in todo], self.batch_tokens, width)
         batches = [[todo[j] for j in batch] for batch in batches]
         if guides:
-            self._guided_search()  # traced once, before the batches' threads start
+            self._guided_search()  # made once, before the batches' threads start
 
         def search(rows):
             row_guides = [guides[i] for i in rows] if guides else None

@@ -7,7 +7,7 @@ CTranslate2 (`inter_threads`, `intra_threads`) and Marian (`--cpu-threads`) do; 
 then runs on fewer threads, so this pays for files of many batches, not for a single line.
 
 TensorFlow fixes its threads per op when it first runs one, so `split_cpus` comes before the
-model is restored (t2t-decode and t2t-distill call it first thing).
+model is restored: t2t-decode's `run_decode` and t2t-distill's `distill` call it first thing.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ def split_cpus(inter_threads: int, flag: str = "--inter_threads") -> int:
     except RuntimeError:
         if tf.config.threading.get_intra_op_parallelism_threads() != per_op:
             raise ValueError(
-                f"{flag}={inter_threads}: TensorFlow has already run in this process with its "
-                "threads per op set; call t2t_lite.runtime.threads.split_cpus before any "
-                "TensorFlow op"
+                f"{flag}={inter_threads}: TensorFlow has already run in this process and its "
+                "threads per op can no longer change; call "
+                "t2t_lite.runtime.threads.split_cpus before anything of TensorFlow runs"
             ) from None
     logging.info(
         "%s=%d: %d batches searched at once, each op on %d of %d CPUs",
