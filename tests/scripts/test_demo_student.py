@@ -60,6 +60,7 @@ def test_the_steps_in_order_then_a_rerun_keeps_the_translations(work, capsys):
     demo_student.main()
     assert [c[0] for c in commands] == ["t2t-distill", "t2t-train"] + ["t2t-decode", "t2t-bleu"] * 3
     assert f"--output_data_dir={folder / 'student_data'}" in commands[0]
+    assert "--inter_threads=2" in commands[0]  # the teacher searches two batches at once
     assert "--hparams_set=transformer_small_student" in commands[1]
     assert f"--init_from={folder / 'train'}" in commands[1]  # the student starts from the teacher
     assert commands[6][-2:] == ["--quantize=int8", "--shortlist=100,50"]
