@@ -12,6 +12,16 @@ import tensorflow as tf
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model.transformer import MODEL_FIELDS, Transformer
 
+# Lines of algorithmic_copy's words for t2t-decode, with empty and whitespace-only ones and
+# lengths from 1 to 7 words, and a target line for each (--score_file).
+MIXED_LINES = [
+    "1 2 3", "", "4 5 6 7 8 9 1", "7", "9 9 8 7 6", "0 1", "  ", "3 3", "5 4 3 2 1 0",
+    "8", "2 4 6", "1 1 1 1", "6 5",
+]  # fmt: skip
+MIXED_TARGETS = [
+    "3 2 1", "5", "7 1 9 8", "", "6 7", "1 0", "4", "3", "0 1 2 3", "8 8", "6 4 2", "1", "5 6",
+]  # fmt: skip
+
 TINY = (
     "num_encoder_layers=1,num_decoder_layers=1,d_model=16,d_ff=32,num_heads=2,"
     "max_positions=32,dropout=0.0"

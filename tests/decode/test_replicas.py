@@ -14,19 +14,14 @@ import sys
 
 import numpy as np
 import pytest
+from decoding_helpers import MIXED_LINES, MIXED_TARGETS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": os.path.dirname(HERE)}
 MAX_POSITIONS = 8
 # 13 lines, 2 empty: one batch of 11 rows (6 + 5 per replica), or with --batch_tokens=12
 # batches of 1 to 3 rows (a batch of one row leaves a replica without rows).
-LINES = [
-    "1 2 3", "", "4 5 6 7 8 9 1", "7", "9 9 8 7 6", "0 1", "  ", "3 3", "5 4 3 2 1 0",
-    "8", "2 4 6", "1 1 1 1", "6 5",
-]  # fmt: skip
-TARGETS = [
-    "3 2 1", "5", "7 1 9 8", "", "6 7", "1 0", "4", "3", "0 1 2 3", "8 8", "6 4 2", "1", "5 6",
-]  # fmt: skip
+LINES, TARGETS = MIXED_LINES, MIXED_TARGETS
 
 
 def decode_all(output_dir: str, folder: str, strategy: str) -> dict:
