@@ -9,7 +9,8 @@ The run is exported twice by `t2t_lite.serve.litert_export` (float32 and int8 we
 over the whole test set: t2t-decode's greedy search (beam 1, alpha 0, TensorFlow, the
 `Translator`, batches of 4096 tokens) in the run's precision and in float32 (a copy of the
 weights, as the LiteRT models compute), against each LiteRT model (one sentence per call);
-identical outputs are counted against t2t-decode's float32 search.
+identical outputs are counted against t2t-decode's float32 search. The LiteRT models run in a
+process without TensorFlow, as users run them.
 Latency: the first --latency_lines sentences one at a time (batch 1) on each engine, the mean
 per sentence of each run; `repeats` runs back to back after one untimed pass, their median
 reported with its ratio to t2t-decode's. The SavedModel of t2t-export runs the same search
@@ -19,6 +20,7 @@ graph as the `Translator`. Writes the table and a JSON record to bench/results/.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import statistics
 import tempfile
@@ -51,6 +53,22 @@ def per_sentence(translate, lines: list[str], repeats: int) -> float:
             translate([line])
         runs.append((time.perf_counter() - start) / len(lines))
     return statistics.median(runs)
+
+
+def litert_side(path: str, sources: list[str], latency_lines: list[str], repeats: int, threads):
+    """A LiteRT model's translations of `sources` and its seconds per sentence, in the process
+    `litert_outputs` starts: one without TensorFlow, as users run it (docs/deploy.md)."""
+    from t2t_lite.serve.litert_runner import LiteRTTranslator
+
+    litert = LiteRTTranslator(path, num_threads=threads)
+    return litert.translate(sources), per_sentence(litert.translate, latency_lines, repeats)
+
+
+def litert_outputs(*args) -> tuple[list[str], float]:
+    """`litert_side(*args)` in a fresh ("spawn") process, which imports this module (no
+    TensorFlow at its top) and not the parent's TensorFlow."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(litert_side, args)
 
 
 def export(run, folder: str) -> dict[str, str]:
@@ -94,7 +112,6 @@ def decode_rows(run, sources, references, latency_lines) -> tuple[list[dict], li
 def measure(argv_unused) -> dict:
     from t2t_lite.metrics.bleu import read_lines, sacre_bleu
     from t2t_lite.run.run import Run
-    from t2t_lite.serve.litert_runner import LiteRTTranslator
 
     load_before = os.getloadavg()
     sources, references = read_lines(FLAGS.source), read_lines(FLAGS.reference)
@@ -104,15 +121,16 @@ def measure(argv_unused) -> dict:
     rows, float32 = decode_rows(run, sources, references, latency_lines)
     with tempfile.TemporaryDirectory() as folder:
         for quantization, path in export(run, folder).items():
-            litert = LiteRTTranslator(path, num_threads=FLAGS.threads)
-            outputs = litert.translate(sources)
+            outputs, seconds = litert_outputs(
+                path, sources, latency_lines, FLAGS.repeats, FLAGS.threads
+            )
             rows.append(
                 {
                     "engine": f"LiteRT, {'float32' if quantization == 'none' else 'int8'} weights",
                     "bytes": os.path.getsize(os.path.join(path, "model.tflite")),
                     "bleu": sacre_bleu(outputs, [references]).bleu,
                     "outputs": outputs,
-                    "seconds": per_sentence(litert.translate, latency_lines, FLAGS.repeats),
+                    "seconds": seconds,
                 }
             )
     for row in rows:

@@ -62,6 +62,12 @@ class LiteRTTranslator:
             "ai_edge_litert.interpreter", "ai-edge-litert", "litert", "LiteRTTranslator"
         )
         sentencepiece = import_extra("sentencepiece", "sentencepiece", "litert", "LiteRTTranslator")
+        if "tensorflow" in sys.modules:
+            log.warning(
+                "TensorFlow is loaded in this process: ai-edge-litert beside it has returned "
+                "wrong ids for a batch now and then; translate in a process without TensorFlow "
+                "(docs/deploy.md)"
+            )
         self.interpreter = interpreter.Interpreter(
             model_path=os.path.join(folder, self.info["model_file"]), num_threads=num_threads
         )
