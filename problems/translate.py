@@ -90,9 +90,15 @@ class Wmt14Problem(Problem):
         )
 
     def _tfds_builder(self, options: dict[str, Any]):
-        return self._tfds().builder(
-            f"wmt14_translate/{self.tfds_config}", data_dir=options["tfds_dir"] or None
-        )
+        """One builder per tfds_dir, made once: tensorflow-datasets makes a temporary folder
+        for each builder made before its data is prepared, and leaves it behind."""
+        builders = self.__dict__.setdefault("_builders", {})
+        data_dir = options["tfds_dir"] or None
+        if data_dir not in builders:
+            builders[data_dir] = self._tfds().builder(
+                f"wmt14_translate/{self.tfds_config}", data_dir=data_dir
+            )
+        return builders[data_dir]
 
     def text_pairs(self, split: str, options: dict[str, Any]) -> Iterator[tuple[str, str]]:
         if options["raw_dir"]:

@@ -27,6 +27,13 @@ def _sentences(seed: int, count: int, capitalize: bool) -> list[str]:
 SPLIT_SIZES = {"train": 120, "validation": 12, "test": 9}
 
 
+@pytest.fixture(autouse=True)
+def _no_bucket(monkeypatch):
+    """No look for tfds's metadata in its cloud bucket: the look fails offline, and leaves a
+    temporary folder behind for every builder made without prepared data (mocked ones)."""
+    monkeypatch.setattr(tfds.core.DatasetInfo, "initialize_from_bucket", lambda self: None)
+
+
 def _mock_wmt(target_language: str):
     """A stand-in for tfds's as_dataset: literal parallel sentences per split."""
 
@@ -142,6 +149,22 @@ def test_text2text_missing_flag_and_file(tmp_path):
     paths["dev_tgt"] = str(tmp_path / "absent.txt")
     with pytest.raises(FileNotFoundError, match=r"--dev_tgt: file not found: .*absent\.txt"):
         get_problem("text2text").generate_data(str(tmp_path / "d"), **paths)
+
+
+def test_wmt14_makes_one_tfds_builder_for_all_its_splits(tmp_path, monkeypatch):
+    """tfds leaves a temporary folder behind for each builder made before the data is
+    prepared, so datagen makes one and reads every split through it."""
+    made = []
+
+    def builder(*args, **kwargs):
+        made.append(args)
+        return real(*args, **kwargs)
+
+    real = tfds.builder
+    monkeypatch.setattr(tfds, "builder", builder)
+    with _mock_wmt("de"):
+        get_problem("wmt14_ende").generate_data(str(tmp_path), tfds_dir=str(tmp_path / "tfds"))
+    assert made == [("wmt14_translate/de-en",)]
 
 
 def test_wmt14_without_tfds_data_points_to_raw_dir(tmp_path, monkeypatch):
