@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.decode.batches import bucket_rows, bucket_width, pad_batch, token_batches
@@ -31,13 +30,13 @@ from t2t_lite.decode.guidance import (
 )
 from t2t_lite.decode.replicas import split_rows
 from t2t_lite.decode.search import SearchResult
+from t2t_lite.decode.source_ids import encode_lines, report_unknown_pieces
 from t2t_lite.decode.transformer_step import output_lengths, score_ids, search_function
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.quantize import multiplies_in_8_bits
 from t2t_lite.run.run import Run
 from t2t_lite.runtime.progress import DecodeProgress
 from t2t_lite.runtime.threads import map_batches, warn_if_unsplit
-from t2t_lite.vocabulary import EOS_ID, UNK_ID
 
 
 class Hypothesis(NamedTuple):
@@ -222,25 +221,8 @@ class Translator:
         return min(bucket_width(length), self.max_positions)
 
     def encode(self, lines: Sequence[str], names: Sequence[str]) -> list[list[int] | None]:
-        """Texts --> ids ending in EOS, truncated to the model's positions (warning with the
-        line's name, e.g. "in.txt:7"); None for empty or whitespace-only lines."""
-        texts = [line.strip() for line in lines]
-        encoded: list[list[int] | None] = [None] * len(texts)
-        nonempty = [i for i, t in enumerate(texts) if t]
-        for start in range(0, len(nonempty), 10000):  # bounded memory for long files
-            chunk = nonempty[start : start + 10000]
-            ids = self.tokenizer.encode(tf.constant([texts[i] for i in chunk])).to_list()
-            for i, row in zip(chunk, ids, strict=True):
-                if len(row) + 1 > self.max_positions:
-                    logging.warning(
-                        "%s: %d tokens, truncated to the model's %d positions",
-                        names[i],
-                        len(row) + 1,
-                        self.max_positions,
-                    )
-                    row = row[: self.max_positions - 1]
-                encoded[i] = row + [EOS_ID]
-        return encoded
+        """`source_ids.encode_lines` with this run's tokenizer and the model's positions."""
+        return encode_lines(self.tokenizer, lines, names, self.max_positions)
 
     def _word_continuations(self) -> np.ndarray:
         """`Tokenizer.word_continuations`, computed eagerly (also while a search is traced)."""
@@ -395,21 +377,3 @@ class Translator:
         report_unknown_pieces(source_ids, source_names)
         report_unknown_pieces(target_ids, target_names, "--score_file lines")
         return results
-
-
-def report_unknown_pieces(
-    encoded: Sequence[list[int] | None], names: Sequence[str], what: str = "inputs"
-) -> int:
-    """Warns `N inputs had unknown pieces` (pieces the vocabulary lacks, read as <unk>: the
-    model sees no word there), naming the first few lines; returns N."""
-    unknown = [name for ids, name in zip(encoded, names, strict=True) if ids and UNK_ID in ids]
-    if unknown:
-        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        logging.warning(
-            "%d %s had unknown pieces (not in the vocabulary, read as <unk>): %s%s",
-            len(unknown),
-            what if len(unknown) > 1 else what.removesuffix("s"),
-            ", ".join(unknown[:5]),
-            more,
-        )
-    return len(unknown)
