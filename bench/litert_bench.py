@@ -4,12 +4,14 @@ share of identical outputs and latency per sentence, printed as a markdown table
     nice -n 10 python bench/litert_bench.py --output_dir=demo_out/train \
         --source=demo_out/test.en --reference=demo_out/test.de --repeats=3
 
-The run is exported twice by `t2t_lite.serve.litert_export` (float32 and int8 weights, batch 1,
---max_input_length wide) into a temporary folder. BLEU (sacreBLEU) and the identical outputs are
-over the whole test set: t2t-decode's greedy search (beam 1, alpha 0, TensorFlow, the
-`Translator`, batches of 4096 tokens) in the run's precision and in float32 (a copy of the
-weights, as the LiteRT models compute), against each LiteRT model (one sentence per call);
-identical outputs are counted against t2t-decode's float32 search. The LiteRT models run in a
+The run is exported twice by `t2t_lite.serve.litert_export` (float32 and int8 weights, the
+batch free, --max_input_length wide) into a temporary folder. BLEU (sacreBLEU) and the
+identical outputs are over the whole test set: t2t-decode's greedy search (beam 1, alpha 0,
+TensorFlow, the `Translator`, batches of 4096 tokens) in the run's precision and in float32 (a
+copy of the weights, as the LiteRT models compute), against each LiteRT model (the runner's
+length-sorted calls of --batch_size lines); identical outputs are counted against t2t-decode's
+float32 search. Throughput: a second pass over the whole test set, timed (the first, untimed,
+gave the outputs). The LiteRT models run in a
 process without TensorFlow, as users run them.
 Latency: the first --latency_lines sentences one at a time (batch 1) on each engine, the mean
 per sentence of each run; `repeats` runs back to back after one untimed pass, their median
@@ -37,6 +39,7 @@ flags.DEFINE_integer("max_input_length", 128, "The LiteRT models' input length (
 flags.DEFINE_integer("latency_lines", 100, "Sentences timed one at a time.")
 flags.DEFINE_integer("repeats", 3, "Timed runs of each engine.")
 flags.DEFINE_integer("threads", os.cpu_count(), "LiteRT's threads.")
+flags.DEFINE_integer("batch_size", 16, "LiteRT: lines per call (the runner's default).")
 flags.DEFINE_string(
     "record", None, "Where the JSON (and a .md of the table) go; default bench/results/."
 )
@@ -55,16 +58,25 @@ def per_sentence(translate, lines: list[str], repeats: int) -> float:
     return statistics.median(runs)
 
 
-def litert_side(path: str, sources: list[str], latency_lines: list[str], repeats: int, threads):
-    """A LiteRT model's translations of `sources` and its seconds per sentence, in the process
-    `litert_outputs` starts: one without TensorFlow, as users run it (docs/deploy.md)."""
+def litert_side(path: str, sources, latency_lines, repeats: int, threads, batch_size: int):
+    """A LiteRT model's translations of `sources`, its seconds per sentence and its sentences/s
+    over `sources`, in the process `litert_outputs` starts: one without TensorFlow, as users
+    run it (docs/deploy.md)."""
     from t2t_lite.serve.litert_runner import LiteRTTranslator
 
-    litert = LiteRTTranslator(path, num_threads=threads)
-    return litert.translate(sources), per_sentence(litert.translate, latency_lines, repeats)
+    litert = LiteRTTranslator(path, num_threads=threads, batch_size=batch_size)
+    outputs = litert.translate(sources)
+    return outputs, per_sentence(litert.translate, latency_lines, repeats), rate(litert, sources)
 
 
-def litert_outputs(*args) -> tuple[list[str], float]:
+def rate(translator, sources: list[str]) -> float:
+    """Sentences/s of one timed pass of `translator.translate` over `sources`."""
+    start = time.perf_counter()
+    translator.translate(sources)
+    return len(sources) / (time.perf_counter() - start)
+
+
+def litert_outputs(*args) -> tuple[list[str], float, float]:
     """`litert_side(*args)` in a fresh ("spawn") process, which imports this module (no
     TensorFlow at its top) and not the parent's TensorFlow."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
@@ -96,6 +108,7 @@ def decode_rows(run, sources, references, latency_lines) -> tuple[list[dict], li
         decode = Translator(model, run.tokenizer, run.search)
         outputs[name] = decode.translate(sources)
         seconds = per_sentence(decode.translate, latency_lines, FLAGS.repeats)
+        per_second = rate(decode, sources)
         bleu = sacre_bleu(outputs[name], [references]).bleu
         rows.append(
             {
@@ -104,6 +117,7 @@ def decode_rows(run, sources, references, latency_lines) -> tuple[list[dict], li
                 "bleu": bleu,
                 "outputs": outputs[name],
                 "seconds": seconds,
+                "per_second": per_second,
             }
         )
     return rows, outputs["float32"]
@@ -121,8 +135,8 @@ def measure(argv_unused) -> dict:
     rows, float32 = decode_rows(run, sources, references, latency_lines)
     with tempfile.TemporaryDirectory() as folder:
         for quantization, path in export(run, folder).items():
-            outputs, seconds = litert_outputs(
-                path, sources, latency_lines, FLAGS.repeats, FLAGS.threads
+            outputs, seconds, per_second = litert_outputs(
+                path, sources, latency_lines, FLAGS.repeats, FLAGS.threads, FLAGS.batch_size
             )
             rows.append(
                 {
@@ -131,6 +145,7 @@ def measure(argv_unused) -> dict:
                     "bleu": sacre_bleu(outputs, [references]).bleu,
                     "outputs": outputs,
                     "seconds": seconds,
+                    "per_second": per_second,
                 }
             )
     for row in rows:
@@ -144,6 +159,7 @@ def measure(argv_unused) -> dict:
         "repeats": FLAGS.repeats,
         "max_input_length": FLAGS.max_input_length,
         "threads": FLAGS.threads,
+        "batch_size": FLAGS.batch_size,
     }
 
 
@@ -153,18 +169,20 @@ def table(record: dict) -> str:
         f"{m['date']}, commit {m['commit']}, {m['cpu']} ({m['cpus']} CPUs, load average "
         f"{m['load']}); {record['sentences']} test sentences; latency: {record['latency_lines']} "
         f"sentences one at a time, median of {record['repeats']} runs; LiteRT "
-        f"{record['threads']} threads, input length {record['max_input_length']}.",
+        f"{record['threads']} threads, {record['batch_size']} lines a call, input length "
+        f"{record['max_input_length']}.",
         "",
         "| engine | model file | BLEU | outputs identical to t2t-decode greedy float32 "
-        "| latency per sentence | ratio |",
-        "|---|---|---|---|---|---|",
+        "| latency per sentence | ratio | test set, sentences/s | ratio |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    base = record["rows"][0]["seconds"]
+    base, base_rate = record["rows"][0]["seconds"], record["rows"][0]["per_second"]
     for row in record["rows"]:
         size = f"{row['bytes'] / 1e6:.1f} MB" if row["bytes"] else "(checkpoint)"
         lines.append(
             f"| {row['engine']} | {size} | {row['bleu']:.2f} | {100 * row['same']:.1f} % | "
-            f"{1000 * row['seconds']:.1f} ms | {row['seconds'] / base:.2f}x |"
+            f"{1000 * row['seconds']:.1f} ms | {row['seconds'] / base:.2f}x | "
+            f"{row['per_second']:.1f} | {row['per_second'] / base_rate:.2f}x |"
         )
     return "\n".join(lines)
 

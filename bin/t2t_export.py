@@ -47,7 +47,11 @@ flags.DEFINE_enum(
     "litert_quantization", "none", ["none", "int8"], "LiteRT's weights: int8 by its converter."
 )
 flags.DEFINE_integer(
-    "litert_batch_size", 1, "Sentences per call of the LiteRT model (a fixed shape).", lower_bound=1
+    "litert_batch_size",
+    None,
+    "A fixed number of sentences per call of the LiteRT model (for delegates that need static "
+    "shapes); default: any number.",
+    lower_bound=1,
 )
 flags.DEFINE_boolean(
     "merge_lora", False, "An adapter run: fold the adapter into the base weights (one model)."

@@ -104,7 +104,8 @@ def sample_search(
         cond, body, start, shape_invariants(start), maximum_iterations=total
     )
     # [batch, total + 1] --> [batch, 1, total], dropping the start position.
-    return SearchResult(seq[:, None, 1:], total_lp[:, None], total_lp[:, None])
+    total_lp = tf.expand_dims(total_lp, 1)
+    return SearchResult(tf.expand_dims(seq[:, 1:], 1), total_lp, total_lp)
 
 
 def greedy_search(

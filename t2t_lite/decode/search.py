@@ -152,7 +152,7 @@ def shape_invariants(loop_vars: Any) -> Any:
 def write_column(seq: tf.Tensor, position: tf.Tensor, tokens: tf.Tensor) -> tf.Tensor:
     """Writes tokens [...] into the all-zero column `position` of seq [..., length]."""
     column = tf.one_hot(position, tf.shape(seq)[-1], dtype=seq.dtype)  # --> [length]
-    return seq + tokens[..., None] * column
+    return seq + tf.expand_dims(tokens, -1) * column
 
 
 class _BeamSetup(NamedTuple):

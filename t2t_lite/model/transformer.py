@@ -257,8 +257,8 @@ class Transformer(keras.Model):
         b * g of them: g consecutive rows (the beams of a search) per sentence share its memory,
         which is never copied per beam.
         """
-        x = self._embed(self._target_embedding, ids[:, None], start_index=index)
-        cross_mask = memory_state["mask"][:, None, :]  # --> [b, 1, source]
+        x = self._embed(self._target_embedding, tf.expand_dims(ids, 1), start_index=index)
+        cross_mask = tf.expand_dims(memory_state["mask"], 1)  # --> [b, 1, source]
         layers = [
             {"self": own, "cross": memory_state["layers"][i]}
             for i, own in enumerate(cache["layers"])

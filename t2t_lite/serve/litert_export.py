@@ -2,13 +2,14 @@
 
 `t2t-export --format=litert` traces `transformer_step.sample_ids` at temperature 0 (greedy
 search; the same hypotheses as t2t-decode's beam search at beam 1 without a length penalty) for
-inputs [batch_size, length] int32, the batch fixed and the length free, and converts it with
+inputs [batch, length] int32, both free (or the batch fixed, for delegates that need static
+shapes), and converts it with
 `tf.lite.TFLiteConverter` to LiteRT's builtin ops only: the search's `tf.while_loop` becomes a
 WHILE op over a decoding cache as long as the call's outputs can be (`fixed_shapes`, written in
 place), and the model file needs no TensorFlow ops (no Flex delegate), so the `ai-edge-litert`
 interpreter runs it on its own. Its one signature, "serving_default", takes "inputs"
-[batch_size, length] (zero-padded source ids, each ending in EOS; length up to input_length,
-t2t-export's --max_input_length) and gives "ids" [batch_size, min(length + extra_length,
+[batch, length] (zero-padded source ids, each ending in EOS; length up to input_length,
+t2t-export's --max_input_length) and gives "ids" [batch, min(length + extra_length,
 max_positions)] (EOS included, zeros after it); each sentence stops at its own input length +
 extra_length, as in t2t-decode.
 
@@ -97,18 +98,21 @@ def output_length(model: Transformer, input_length: int, extra_length: int) -> i
 
 
 def greedy_function(
-    model: Transformer, batch_size: int, extra_length: int
+    model: Transformer, batch_size: int | None, extra_length: int
 ) -> tf.types.experimental.ConcreteFunction:
-    """Greedy search as a concrete function of inputs [batch_size, length] int32 -->
-    {"ids": [batch_size, output_length(length)] int32}: the batch fixed, the length free, so
-    that a call computes the positions of its longest sentence only."""
+    """Greedy search as a concrete function of inputs [batch, length] int32 -->
+    {"ids": [batch, output_length(length)] int32}: the length free, so that a call computes
+    the positions of its longest sentence only, and the batch free (`batch_size` None) or
+    fixed."""
 
     @tf.function(input_signature=[tf.TensorSpec([batch_size, None], tf.int32)])
     def greedy(inputs):
         found = transformer_step.sample_ids(
             model, inputs, temperature=0.0, extra_length=extra_length, fixed_shapes=True
         )
-        return {"ids": found.ids[:, 0]}  # [batch, 1, output_length] --> [batch, output_length]
+        return {
+            "ids": tf.squeeze(found.ids, 1)
+        }  # [batch, 1, output_length] --> [batch, output_length]
 
     return greedy.get_concrete_function()
 
@@ -140,14 +144,14 @@ def export_run(
     export_dir: str,
     version: int | None = None,
     quantization: str = "none",
-    batch_size: int = 1,
+    batch_size: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Converts a restored run to `export_dir/<version>` (model.tflite, the run's SentencePiece
     model, t2t_export.json and README.md), written whole or not at all (`write_version`).
-    Greedy search over inputs [batch_size, up to run.search's input limit]. Returns the folder
-    and the facts stored."""
+    Greedy search over inputs [batch, up to run.search's input limit], the batch free or
+    `batch_size` rows. Returns the folder and the facts stored."""
     check_quantization(quantization)
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise ValueError(f"--litert_batch_size must be at least 1, got {batch_size}")
     reason = refusal(run)
     if reason:
@@ -162,7 +166,7 @@ def export_run(
         "quantization": quantization,
         "vocabulary": os.path.basename(run.tokenizer.path),
         "model_file": MODEL_FILE,
-        "batch_size": batch_size,
+        "batch_size": batch_size,  # None: any number of rows
         "input_length": input_length,
         "output_length": output_length(model, input_length, extra),
     }
@@ -192,15 +196,16 @@ def export_run(
 
 def usage(info: dict[str, Any]) -> str:
     """The README.md written beside a converted model: how to translate with it."""
+    rows = info["batch_size"] or "rows"
     return (
         f"# LiteRT model of {info['output_dir']}\n\n"
         f"Checkpoint {info['checkpoint']} (problem {info['problem']}, hparams "
         f"{info['hparams_set']}), greedy search, weights {info['quantization']}. Converted by "
         "t2t-export --format=litert (docs/deploy.md in t2t_lite).\n\n"
         f'{MODEL_FILE}: signature {SIGNATURE!r}, input "inputs" int32 '
-        f"[{info['batch_size']}, length <= {info['input_length']}] (SentencePiece ids of "
+        f"[{rows}, length <= {info['input_length']}] (SentencePiece ids of "
         f'{info["vocabulary"]}, then EOS = 1, then zeros), output "ids" int32 '
-        f"[{info['batch_size']}, up to {info['output_length']}] (EOS = 1 ends each, zeros "
+        f"[{rows}, up to {info['output_length']}] (EOS = 1 ends each, zeros "
         "after).\n\n"
         "```python\nfrom t2t_lite.serve.litert_runner import LiteRTTranslator\n\n"
         'translator = LiteRTTranslator(".")  # this folder; needs ai-edge-litert, not TensorFlow\n'

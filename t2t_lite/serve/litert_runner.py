@@ -10,8 +10,8 @@ This module imports NumPy, sentencepiece and `ai_edge_litert` only (and nothing 
 that loads TensorFlow), so that a device with the `litert` extra translates. Lines are
 tokenized as t2t-decode tokenizes them (stripped, SentencePiece ids, EOS appended, longer inputs
 truncated to the model's input length with a warning), sorted by length and padded into
-batches of the model's batch size as wide as their longest line, and the ids it returns are
-cut at EOS and decoded.
+batches of `batch_size` lines (or of the model's fixed batch size, padded with empty rows) as
+wide as their longest line, and the ids it returns are cut at EOS and decoded.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from t2t_lite.extras import import_extra
 EOS_ID = 1  # t2t_lite.vocabulary's reserved ids, repeated: that module is not needed here
 EXPORT_INFO = "t2t_export.json"
 SIGNATURE = "serving_default"
+BATCH_SIZE = 16  # lines per call of a model whose batch is free
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,9 @@ class LiteRTTranslator:
     `search_ids(sources)` the output ids of source id lists (each ending in EOS).
     """
 
-    def __init__(self, path: str, num_threads: int | None = None):
+    def __init__(self, path: str, num_threads: int | None = None, batch_size: int = BATCH_SIZE):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         folder = model_folder(path)
         with open(os.path.join(folder, EXPORT_INFO), encoding="utf-8") as f:
             self.info: dict[str, Any] = json.load(f)
@@ -74,7 +77,9 @@ class LiteRTTranslator:
         self._run = self.interpreter.get_signature_runner(SIGNATURE)
         vocabulary = os.path.join(folder, self.info["vocabulary"])
         self.tokenizer = sentencepiece.SentencePieceProcessor(model_file=vocabulary)
-        self.batch_size = int(self.info["batch_size"])
+        # A model of a fixed batch takes that many rows a call; else `batch_size` lines.
+        self.fixed_batch = self.info["batch_size"]
+        self.batch_size = self.fixed_batch or batch_size
         self.input_length = int(self.info["input_length"])
 
     def encode(self, lines: Sequence[str]) -> list[list[int] | None]:
@@ -105,14 +110,15 @@ class LiteRTTranslator:
         for start in range(0, len(sources), self.batch_size):
             chunk = sources[start : start + self.batch_size]
             width = max(len(ids) for ids in chunk)  # the model computes this many positions
-            inputs = np.zeros([self.batch_size, min(max(width, 1), self.input_length)], np.int32)
+            rows = self.fixed_batch or len(chunk)
+            inputs = np.zeros([rows, min(max(width, 1), self.input_length)], np.int32)
             for row, ids in enumerate(chunk):
                 if not 1 <= len(ids) <= self.input_length:
                     raise ValueError(
                         f"a source of {len(ids)} ids; the model takes 1 to {self.input_length}"
                     )
                 inputs[row, : len(ids)] = ids
-            ids = self._run(inputs=inputs)["ids"]  # --> [batch_size, output_length]
+            ids = self._run(inputs=inputs)["ids"]  # --> [rows, output_length]
             outputs += [_until_eos(row) for row in ids[: len(chunk)].tolist()]
         return outputs
 
@@ -145,11 +151,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("folder", help="a t2t-export --format=litert folder (or its versions)")
     parser.add_argument("--num_threads", type=int, default=None)
+    parser.add_argument(
+        "--batch_size", type=int, default=BATCH_SIZE, help="lines per call (a free batch)"
+    )
     parser.add_argument("--batch_lines", type=int, default=256, help="lines read per batch")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
-        translator = LiteRTTranslator(args.folder, args.num_threads)
+        translator = LiteRTTranslator(args.folder, args.num_threads, args.batch_size)
     except (OSError, ValueError, KeyError, ImportError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")  # one line, as the t2t-* commands
     lines = sys.stdin.read().splitlines()

@@ -48,7 +48,7 @@ class SharedEmbedding(keras.layers.Layer):
 
     def _scale_and_mask(self, x, ids):
         x *= tf.cast(math.sqrt(self.d_model), self.compute_dtype)
-        return x * tf.cast(tf.not_equal(ids, PAD_ID), self.compute_dtype)[..., None]
+        return x * tf.expand_dims(tf.cast(tf.not_equal(ids, PAD_ID), self.compute_dtype), -1)
 
     def logits(
         self,

@@ -33,7 +33,7 @@ def attention_mask(
     """
     key_mask = tf.convert_to_tensor(key_mask)
     key_length = tf.shape(key_mask)[1]
-    mask = tf.tile(key_mask[:, None, :], [1, query_length, 1])  # --> [batch, query, key]
+    mask = tf.tile(tf.expand_dims(key_mask, 1), [1, query_length, 1])  # --> [batch, query, key]
     if causal:
         query_pos = tf.range(query_length)[:, None] + query_offset
         key_pos = tf.range(key_length)[None, :]
