@@ -11,7 +11,8 @@ TensorFlow, the `Translator`, batches of 4096 tokens) in the run's precision and
 copy of the weights, as the LiteRT models compute), against each LiteRT model (the runner's
 length-sorted calls of --batch_size lines); identical outputs are counted against t2t-decode's
 float32 search. Throughput: a second pass over the whole test set, timed (the first, untimed,
-gave the outputs). The LiteRT models run in a
+gave the outputs); for LiteRT also at each of --batch_sizes lines a call, alternating, the
+median of --repeats passes each. The LiteRT models run in a
 process without TensorFlow, as users run them.
 Latency: the first --latency_lines sentences one at a time (batch 1) on each engine, the mean
 per sentence of each run; `repeats` runs back to back after one untimed pass, their median
@@ -40,6 +41,7 @@ flags.DEFINE_integer("latency_lines", 100, "Sentences timed one at a time.")
 flags.DEFINE_integer("repeats", 3, "Timed runs of each engine.")
 flags.DEFINE_integer("threads", os.cpu_count(), "LiteRT's threads.")
 flags.DEFINE_integer("batch_size", 16, "LiteRT: lines per call (the runner's default).")
+flags.DEFINE_list("batch_sizes", ["1", "4", "16", "64"], "LiteRT: the lines a call compared.")
 flags.DEFINE_string(
     "record", None, "Where the JSON (and a .md of the table) go; default bench/results/."
 )
@@ -58,15 +60,21 @@ def per_sentence(translate, lines: list[str], repeats: int) -> float:
     return statistics.median(runs)
 
 
-def litert_side(path: str, sources, latency_lines, repeats: int, threads, batch_size: int):
-    """A LiteRT model's translations of `sources`, its seconds per sentence and its sentences/s
-    over `sources`, in the process `litert_outputs` starts: one without TensorFlow, as users
-    run it (docs/deploy.md)."""
+def litert_side(path: str, sources, latency_lines, repeats: int, threads, batch_sizes):
+    """A LiteRT model's translations of `sources` (calls of batch_sizes[0] lines), its seconds
+    per sentence, and its sentences/s over `sources` per batch size (medians of `repeats`
+    alternating passes), in the process `litert_outputs` starts: one without TensorFlow, as
+    users run it (docs/deploy.md)."""
     from t2t_lite.serve.litert_runner import LiteRTTranslator
 
-    litert = LiteRTTranslator(path, num_threads=threads, batch_size=batch_size)
-    outputs = litert.translate(sources)
-    return outputs, per_sentence(litert.translate, latency_lines, repeats), rate(litert, sources)
+    litert = {b: LiteRTTranslator(path, num_threads=threads, batch_size=b) for b in batch_sizes}
+    outputs = litert[batch_sizes[0]].translate(sources)
+    seconds = per_sentence(litert[batch_sizes[0]].translate, latency_lines, repeats)
+    rates = {b: [] for b in batch_sizes}
+    for _ in range(repeats):
+        for b, translator in litert.items():
+            rates[b].append(rate(translator, sources))
+    return outputs, seconds, {b: statistics.median(r) for b, r in rates.items()}
 
 
 def rate(translator, sources: list[str]) -> float:
@@ -76,7 +84,7 @@ def rate(translator, sources: list[str]) -> float:
     return len(sources) / (time.perf_counter() - start)
 
 
-def litert_outputs(*args) -> tuple[list[str], float, float]:
+def litert_outputs(*args) -> tuple[list[str], float, dict[int, float]]:
     """`litert_side(*args)` in a fresh ("spawn") process, which imports this module (no
     TensorFlow at its top) and not the parent's TensorFlow."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
@@ -133,10 +141,13 @@ def measure(argv_unused) -> dict:
     search = {"beam_size": 1, "alpha": 0.0, "max_input_length": FLAGS.max_input_length}
     run = Run.restore(FLAGS.output_dir, search=search)
     rows, float32 = decode_rows(run, sources, references, latency_lines)
+    batch_sizes = [FLAGS.batch_size] + [
+        b for b in map(int, FLAGS.batch_sizes) if b != FLAGS.batch_size
+    ]
     with tempfile.TemporaryDirectory() as folder:
         for quantization, path in export(run, folder).items():
-            outputs, seconds, per_second = litert_outputs(
-                path, sources, latency_lines, FLAGS.repeats, FLAGS.threads, FLAGS.batch_size
+            outputs, seconds, rates = litert_outputs(
+                path, sources, latency_lines, FLAGS.repeats, FLAGS.threads, batch_sizes
             )
             rows.append(
                 {
@@ -145,7 +156,8 @@ def measure(argv_unused) -> dict:
                     "bleu": sacre_bleu(outputs, [references]).bleu,
                     "outputs": outputs,
                     "seconds": seconds,
-                    "per_second": per_second,
+                    "per_second": rates[FLAGS.batch_size],
+                    "by_batch_size": rates,
                 }
             )
     for row in rows:
@@ -184,6 +196,14 @@ def table(record: dict) -> str:
             f"{1000 * row['seconds']:.1f} ms | {row['seconds'] / base:.2f}x | "
             f"{row['per_second']:.1f} | {row['per_second'] / base_rate:.2f}x |"
         )
+    swept = [row for row in record["rows"] if "by_batch_size" in row]
+    sizes = sorted(swept[0]["by_batch_size"]) if swept else []
+    lines += ["", "LiteRT, test set sentences/s by lines a call (vs 1 a call):", ""]
+    lines += ["| engine | " + " | ".join(map(str, sizes)) + " |", "|---" * (len(sizes) + 1) + "|"]
+    for row in swept:
+        rates = row["by_batch_size"]
+        cells = [f"{rates[b]:.1f} ({rates[b] / rates[sizes[0]]:.2f}x)" for b in sizes]
+        lines.append(f"| {row['engine']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
