@@ -3,15 +3,14 @@
 `t2t-export --format=litert` traces `transformer_step.sample_ids` at temperature 0 (greedy
 search; the same hypotheses as t2t-decode's beam search at beam 1 without a length penalty) for
 inputs [batch, length] int32, both free (or the batch fixed, for delegates that need static
-shapes), and converts it with
-`tf.lite.TFLiteConverter` to LiteRT's builtin ops only: the search's `tf.while_loop` becomes a
-WHILE op over a decoding cache as long as the call's outputs can be (`fixed_shapes`, written in
-place), and the model file needs no TensorFlow ops (no Flex delegate), so the `ai-edge-litert`
-interpreter runs it on its own. Its one signature, "serving_default", takes "inputs"
-[batch, length] (zero-padded source ids, each ending in EOS; length up to input_length,
-t2t-export's --max_input_length) and gives "ids" [batch, min(length + extra_length,
-max_positions)] (EOS included, zeros after it); each sentence stops at its own input length +
-extra_length, as in t2t-decode.
+shapes), and converts it with `tf.lite.TFLiteConverter` to LiteRT's builtin ops only: the
+search's `tf.while_loop` becomes a WHILE op over a decoding cache as long as the call's outputs
+can be (`fixed_shapes`, written in place), and the model file needs no TensorFlow ops (no Flex
+delegate), so the `ai-edge-litert` interpreter runs it on its own. Its one signature,
+"serving_default", takes "inputs" [batch, length] (zero-padded source ids, each ending in EOS;
+length up to input_length, t2t-export's --max_input_length) and gives "ids" [batch,
+min(length + extra_length, max_positions)] (EOS included, zeros after it); each sentence stops
+at its own input length + extra_length, as in t2t-decode.
 
 The tokenizer stays outside: its SentencePiece op is not a LiteRT builtin. The vocabulary file
 is copied beside the model, and `t2t_lite.serve.litert_runner` (no TensorFlow) reads both.
@@ -110,9 +109,8 @@ def greedy_function(
         found = transformer_step.sample_ids(
             model, inputs, temperature=0.0, extra_length=extra_length, fixed_shapes=True
         )
-        return {
-            "ids": tf.squeeze(found.ids, 1)
-        }  # [batch, 1, output_length] --> [batch, output_length]
+        ids = tf.squeeze(found.ids, 1)  # [batch, 1, output_length] --> [batch, output_length]
+        return {"ids": ids}
 
     return greedy.get_concrete_function()
 

@@ -154,7 +154,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--batch_size", type=int, default=BATCH_SIZE, help="lines per call (a free batch)"
     )
-    parser.add_argument("--batch_lines", type=int, default=256, help="lines read per batch")
+    parser.add_argument(
+        "--batch_lines", type=int, default=256, help="lines read from standard input at a time"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
