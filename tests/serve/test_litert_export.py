@@ -87,6 +87,15 @@ def trained(tmp_path_factory):
     return {"run": run, "float": float_path, "int8": int8_path, "info": info}
 
 
+def _python_json(code: str, timeout: int = 120):
+    """Runs `code` in a fresh Python process and returns the JSON of its last output line."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def _litert_ids(folder: str, sources: list[list[int]], batch_size: int = 16) -> list[list[int]]:
     """The LiteRT search's ids of `sources`, computed as users run it: in a fresh process that
     never imports TensorFlow (docs/deploy.md). In this process, which has trained and converted
@@ -99,11 +108,7 @@ def _litert_ids(folder: str, sources: list[list[int]], batch_size: int = 16) -> 
         f"ids = LiteRTTranslator({folder!r}, batch_size={batch_size}).search_ids({sources!r})\n"
         "print(json.dumps([ids, 'tensorflow' in sys.modules]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    ids, tensorflow = json.loads(done.stdout.strip().splitlines()[-1])
+    ids, tensorflow = _python_json(code)
     assert not tensorflow
     return ids
 
@@ -182,11 +187,7 @@ def test_readme_and_runner_translate_without_tensorflow(trained):
         f"texts = translator.translate({lines!r})\n"
         "print(json.dumps([texts, 'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    texts, tensorflow, keras = json.loads(done.stdout.strip().splitlines()[-1])
+    texts, tensorflow, keras = _python_json(code)
     assert not tensorflow and not keras
     run = trained["run"]
     assert texts == Translator(run.model, run.tokenizer, run.search).translate(lines)
@@ -286,11 +287,7 @@ def test_runner_command_translates_standard_input(trained, tmp_path):
         "import json\nfrom t2t_lite.serve.litert_runner import LiteRTTranslator\n"
         f"print(json.dumps(LiteRTTranslator({trained['int8']!r}).translate({lines!r})))\n"
     )
-    expected = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=60
-    )
-    assert expected.returncode == 0, expected.stderr[-2000:]
-    assert done.stdout.splitlines() == json.loads(expected.stdout.strip().splitlines()[-1])
+    assert done.stdout.splitlines() == _python_json(code, timeout=60)
     done = subprocess.run(
         [*command, str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=60
     )
