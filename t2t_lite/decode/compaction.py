@@ -10,8 +10,9 @@ batches of 4,096 source tokens, the sentences were done in 56 % of the sentence-
 sentences in the batch are done, writes their results to their rows of the [batch, ...] outputs
 and keeps the others:
 - the search's own state (hypotheses, finished lists, lengths) is gathered to the kept rows;
-- the model's cache needs no copy of its own: the next step already gathers it by each live
-  beam's parent (`search._expand`), and now gathers the kept sentences' rows only;
+- the model's cache needs no copy of its own with several beams: the next step already gathers
+  it by each live beam's parent (`search._expand`), and now gathers the kept sentences' rows
+  only; with one beam no step gathers it (each row is its own parent), so the compaction does;
 - the sentences' state (the encoder's keys and values, one copy per sentence, which the step
   function takes as a fourth argument) is gathered to the kept sentences.
 
@@ -147,6 +148,10 @@ def _compact(loop: _Compacting, done: tf.Tensor, k: int) -> _Compacting:
     # Cache rows of the kept beams' parents, still in the cache's current numbering: the next
     # step's gather (`_expand`) both reorders the cache and drops the other sentences' rows.
     parents = tf.reshape(take(tf.reshape(b.parents, [-1, k])), [-1])
+    if k == 1:
+        # With one beam no step gathers the cache (`search._expand`), so the rows go here.
+        b = b._replace(cache=tf.nest.map_structure(lambda t: tf.gather(t, parents), b.cache))
+        parents = tf.range(tf.size(parents))
     beams = b._replace(
         seq=take(b.seq),
         alive_lp=take(b.alive_lp),

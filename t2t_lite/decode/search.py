@@ -223,8 +223,11 @@ def _expand(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> tuple[_Candida
     ids = tf.reshape(beams.seq[:, :, i], [-1])  # [batch, k] --> [batch * k]
     # The cache rows of each live beam's parent, gathered here rather than at the end of the
     # previous step: the model's cache is still empty at step 0 (nothing to copy) and the
-    # last step's reorder, which nothing would read, is never made.
-    cache = tf.nest.map_structure(lambda t: tf.gather(t, beams.parents), beams.cache)
+    # last step's reorder, which nothing would read, is never made. With one beam every row is
+    # its own parent (a compaction gathers the cache itself, `compaction._compact`): no copy.
+    cache = beams.cache
+    if k > 1:
+        cache = tf.nest.map_structure(lambda t: tf.gather(t, beams.parents), cache)
     logits, cache = step_fn(ids, i, cache)
     # The best 2k continuations of a sentence include at most 2k of each beam, so each row
     # first keeps its own best (2k, one more when it could be the padding id that is then

@@ -35,9 +35,10 @@ import keras
 from t2t_lite.hparams.search_settings import QUANTIZE_MODES
 from t2t_lite.model.ensemble import members
 from t2t_lite.model.layers import SharedEmbedding, int8_product
+from t2t_lite.model.layers.projection import Projection
 
 # The layer types that `quantize_model` quantizes (Keras refuses its own subclasses).
-QUANTIZED_TYPES = (keras.layers.Dense, keras.layers.EinsumDense, SharedEmbedding)
+QUANTIZED_TYPES = (keras.layers.Dense, keras.layers.EinsumDense, Projection, SharedEmbedding)
 
 
 def check_mode(mode: str | None) -> str:

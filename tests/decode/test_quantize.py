@@ -118,7 +118,7 @@ def test_the_claimed_layers_hold_int8_weights(trained):
     # Per encoder layer q, k, v, output and the two feed-forward layers; per decoder layer
     # twice the attention; and the shared embedding, which also computes the logits.
     assert len(layers) == LAYERS * 6 + LAYERS * 10 + 1
-    assert {type(layer).__name__ for layer in layers} == {"EinsumDense", "Dense", "SharedEmbedding"}
+    assert {type(layer).__name__ for layer in layers} == {"Projection", "Dense", "SharedEmbedding"}
     for layer in layers:
         assert layer.quantization_mode == "int8", layer.path
         kinds = {v.path.rsplit("/", 1)[-1]: v.dtype for v in layer.weights}

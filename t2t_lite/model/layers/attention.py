@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from t2t_lite.model.layers import int8_product
+from t2t_lite.model.layers.projection import Projection
 
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
@@ -48,25 +49,26 @@ class MultiHeadAttention(keras.layers.Layer):
         self.attention_dropout = attention_dropout
 
     def build(self, query_shape=None):
-        # Each projection is an EinsumDense applied to the 2-D view [positions, d_model] of its
-        # input: one 2-D matmul, forward and backward. On the 3-D input ("btd,dhk->bthk") it was
-        # a batched matmul broadcasting the kernel, whose gradient built [batch, d_model, h * d]
-        # and summed it over the batch (bench/NOTES.md). The kernels keep their [d_model, h, d]
-        # and [h, d_v, d_model] shapes and attribute names, so checkpoints (Adam's slots
-        # included) are unchanged; being Keras layers, `Model.quantize` can reach them.
+        # Each projection is a `Projection` (an EinsumDense, whose decoding runs `tf.matmul`)
+        # applied to the 2-D view [positions, d_model] of its input: one 2-D product, forward
+        # and backward. On the 3-D input ("btd,dhk->bthk") it was a batched matmul broadcasting
+        # the kernel, whose gradient built [batch, d_model, h * d] and summed it over the batch
+        # (bench/NOTES.md). The kernels keep their [d_model, h, d] and [h, d_v, d_model] shapes
+        # and attribute names, so checkpoints (Adam's slots included) are unchanged; being
+        # Keras layers, `Model.quantize` can reach them.
         self.query_dense = self._projection("query", self.key_dim)
         self.key_dense = self._projection("key", self.key_dim)
         self.value_dense = self._projection("value", self.value_dim)
-        self.output_dense = keras.layers.EinsumDense(
+        self.output_dense = Projection(
             "ahv,hvd->ad", output_shape=(self.d_model,), name="output", dtype=self.dtype_policy
         )
         self.output_dense.build((None, self.num_heads, self.value_dim))
         self.dropout = keras.layers.Dropout(self.attention_dropout, dtype=self.dtype_policy)
         self.built = True
 
-    def _projection(self, name: str, width: int) -> keras.layers.EinsumDense:
+    def _projection(self, name: str, width: int) -> Projection:
         """[positions, d_model] --> [positions, h, width], kernel [d_model, h, width]."""
-        layer = keras.layers.EinsumDense(
+        layer = Projection(
             "ad,dhk->ahk",
             output_shape=(self.num_heads, width),
             name=name,
@@ -75,7 +77,7 @@ class MultiHeadAttention(keras.layers.Layer):
         layer.build((None, self.d_model))
         return layer
 
-    def _project(self, x: tf.Tensor, layer: keras.layers.EinsumDense) -> tf.Tensor:
+    def _project(self, x: tf.Tensor, layer: Projection) -> tf.Tensor:
         """x [batch, length, d_model] --> [batch, length, h, d] through `layer` on the 2-D view."""
         heads = int8_product.apply(layer, tf.reshape(x, [-1, self.d_model]))  # [b * l, h, d]
         shape = tf.concat([tf.shape(x)[:-1], [self.num_heads, heads.shape[-1]]], axis=0)

@@ -1,0 +1,65 @@
+"""The attention projections' layer: Keras' `EinsumDense`, with its product as one 2-D matmul."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+
+class Projection(keras.layers.EinsumDense):
+    """`EinsumDense` for equations that contract the input's trailing axes with the kernel's
+    leading ones, in order, and keep the rest: "ad,dhk->ahk" (d_model into heads) and
+    "ahv,hvd->ad" (heads into d_model). Its product is [rows, K] x [K, N] by `tf.matmul`, on 2-D
+    views of the input and of `self.kernel` (LoRA merged in, cast by Keras' autocast), and
+    the result takes the kernel's trailing axes again.
+
+    TensorFlow's oneDNN einsum (`_MklEinsum`) computes the same product 2-3x slower than its
+    matmul on the few rows of a decoding step (bench/NOTES.md). Training (`training=True`, which
+    Keras passes down from the model's call) keeps the einsum: there the matmul measured no
+    faster, and trained models stay what they were, to the rounding.
+
+    The variables, their names and checkpoints, `Model.quantize` and `enable_lora` are Keras'
+    own; a quantized layer keeps Keras' quantized call, and other equations Keras' einsum. Like
+    the sub-layers of Keras' own attention, it is not registered for serialization:
+    `MultiHeadAttention` builds it from its own config.
+    """
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        operands, output = self.equation.split("->")
+        inputs, kernel = operands.split(",")
+        contracted = [c for c in kernel if c in inputs and c not in output]
+        rank = len(contracted)
+        lead = inputs[: len(inputs) - rank]
+        self._contracted_rank = rank
+        # The 2-D form holds when the contracted letters end the input and begin the kernel in
+        # the same order, and the output is the input's other letters and then the kernel's.
+        self._as_matmul = (
+            rank > 0
+            and inputs[len(inputs) - rank :] == kernel[:rank]
+            and output == lead + kernel[rank:]
+            and not self.bias_axes
+        )
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Keras' `EinsumDense.quantize`, which refuses subclasses whose call it cannot vouch
+        for; once quantized this layer runs Keras' own quantized call (`call` is not used)."""
+        if type_check and type(self) is not Projection:
+            raise NotImplementedError(f"{type(self).__name__} does not quantize")
+        super().quantize(mode, type_check=False, config=config)
+
+    def call(self, inputs, training=None):
+        if training or not self._as_matmul:
+            # Training keeps Keras' einsum: the matmul measured no faster there, and training
+            # stays as it was, to the rounding.
+            return super().call(inputs, training=training)
+        kernel = self.kernel
+        rank = self._contracted_rank
+        contracted = math.prod(kernel.shape[:rank])
+        rows = tf.reshape(inputs, [-1, contracted])
+        product = tf.matmul(rows, tf.reshape(kernel, [contracted, -1]))
+        lead = tf.shape(inputs)[: inputs.shape.rank - rank]
+        output = tf.reshape(product, tf.concat([lead, kernel.shape[rank:]], axis=0))
+        return output if self.activation is None else self.activation(output)
