@@ -19,13 +19,15 @@ def _scripted(batch, steps, vocab, seed):
     return table
 
 
-@pytest.mark.parametrize("nbest", [1, 3])
-def test_scripted_search_is_exactly_the_uncompacted_one(nbest):
+# Beam 1 is t2t-decode's greedy search, whose steps never gather the cache: the compaction
+# gathers it (`compaction._compact`), which the cache check below holds.
+@pytest.mark.parametrize("beam,nbest", [(4, 1), (4, 3), (1, 1)])
+def test_scripted_search_is_exactly_the_uncompacted_one(beam, nbest):
     batch, steps, vocab = 16, 12, 9
     table = _scripted(batch, steps, vocab, seed=nbest)
     max_lengths = np.random.default_rng(0).integers(3, steps + 1, size=batch)
     step_fn, cache, _ = scripted_step_fn(table)
-    full = search.beam_search(step_fn, cache, batch, 4, 0.6, max_lengths, nbest=nbest)
+    full = search.beam_search(step_fn, cache, batch, beam, 0.6, max_lengths, nbest=nbest)
 
     rows_seen, states_seen = [], []
 
@@ -33,24 +35,24 @@ def test_scripted_search_is_exactly_the_uncompacted_one(nbest):
         # The state must follow the rows: each kept sentence's own id, in the cache's order.
         rows_seen.append(int(tf.shape(ids)[0]))
         states_seen.append(state["sentence"].numpy())
-        np.testing.assert_array_equal(np.repeat(state["sentence"], 4), cache["row"])
+        np.testing.assert_array_equal(np.repeat(state["sentence"], beam), cache["row"])
         return step_fn(ids, index, cache)
 
     state = {"sentence": tf.range(batch)}
     found = compaction.compacting_beam_search(
-        with_state, cache, state, batch, 4, 0.6, max_lengths, nbest=nbest
+        with_state, cache, state, batch, beam, 0.6, max_lengths, nbest=nbest
     )
     np.testing.assert_array_equal(found.ids.numpy(), full.ids.numpy())
     np.testing.assert_array_equal(found.scores.numpy(), full.scores.numpy())
     np.testing.assert_array_equal(found.log_probs.numpy(), full.log_probs.numpy())
     assert (full.ids.numpy() == 1).any()
     # Sentences left: the rows stepped shrink from the whole batch, and so does the work.
-    assert rows_seen[0] == batch * 4 and rows_seen[-1] < batch * 4
-    assert sum(rows_seen) < len(rows_seen) * batch * 4
+    assert rows_seen[0] == batch * beam and rows_seen[-1] < batch * beam
+    assert sum(rows_seen) < len(rows_seen) * batch * beam
 
 
-@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
-def test_the_model_finds_the_same_hypotheses_with_and_without_compaction(dtype):
+@pytest.mark.parametrize("dtype,beam", [("float32", 4), ("mixed_bfloat16", 4), ("float32", 1)])
+def test_the_model_finds_the_same_hypotheses_with_and_without_compaction(dtype, beam):
     # Sentences of 1 to 14 tokens, each output at most 6 longer: short ones finish early.
     model = tiny_model(vocab_size=40, seed=3, overrides=f",precision={dtype}")
     inputs = random_inputs(batch=24, max_length=14, vocab_size=40, seed=5)
@@ -58,7 +60,7 @@ def test_the_model_finds_the_same_hypotheses_with_and_without_compaction(dtype):
     for compact in (False, True):
         search_fn = tf.function(
             lambda x, compact=compact: transformer_step.translate_ids(
-                model, x, beam_size=4, extra_length=6, nbest=2, compact=compact
+                model, x, beam_size=beam, extra_length=6, nbest=min(beam, 2), compact=compact
             ),
             input_signature=[tf.TensorSpec([None, None], tf.int32)],
         )
