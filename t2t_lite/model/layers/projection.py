@@ -21,9 +21,9 @@ class Projection(keras.layers.EinsumDense):
     faster, and trained models stay what they were, to the rounding.
 
     The variables, their names and checkpoints, `Model.quantize` and `enable_lora` are Keras'
-    own; a quantized layer keeps Keras' quantized call, and other equations Keras' einsum. Like
-    the sub-layers of Keras' own attention, it is not registered for serialization:
-    `MultiHeadAttention` builds it from its own config.
+    own; a quantized layer keeps Keras' quantized call, and other equations Keras' einsum. It
+    is not registered for serialization: `MultiHeadAttention` builds it from its own config,
+    and nothing serializes it alone.
     """
 
     def build(self, input_shape):
