@@ -54,7 +54,7 @@ def test_train_then_average(tmp_path):
     assert "averaged 2 checkpoints" in averaged.stderr
 
 
-@pytest.mark.timing  # steps made in 9 s
+@pytest.mark.timing  # steps made in 15 s
 def test_train_minutes_alone_is_not_capped_by_the_sets_train_steps(tmp_path):
     import re
 
@@ -66,15 +66,15 @@ def test_train_minutes_alone_is_not_capped_by_the_sets_train_steps(tmp_path):
     )
     flags = [
         "--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
-        f"--data_dir={data_dir}", f"--output_dir={out}", "--train_minutes=0.15",
+        f"--data_dir={data_dir}", f"--output_dir={out}", "--train_minutes=0.25",
         "--save_every=1000", "--eval_every=1000", "--log_every=5",
         "--hparams=num_encoder_layers=1,num_decoder_layers=1,batch_size=256,train_steps=3",
     ]  # fmt: skip
     trained = _run("t2t_train", *flags)
     assert trained.returncode == 0, trained.stderr[-3000:]
-    # The set says 3 steps; the 9 seconds end the run, well after them.
-    last = int(re.search(r"--train_minutes=0.15 reached at step (\d+)", trained.stderr).group(1))
+    # The set says 3 steps; the 15 seconds end the run, well after them.
+    last = int(re.search(r"--train_minutes=0.25 reached at step (\d+)", trained.stderr).group(1))
     assert last > 3 * 5, trained.stderr[-3000:]
     line = re.search(r"step 5 loss .* ETA (\d+):(\d\d):(\d\d) ", trained.stderr)
     assert line, trained.stderr[-3000:]  # no step count to show: "step 5", not "step 5/3"
-    assert 0 < int(line[2]) * 60 + int(line[3]) <= 9 and line[1] == "0"  # the minutes left
+    assert 0 < int(line[2]) * 60 + int(line[3]) <= 15 and line[1] == "0"  # the minutes left
