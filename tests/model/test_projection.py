@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.model.layers import MultiHeadAttention
-from t2t_lite.model.layers.projection import Projection
+from t2t_lite.model.layers.projection import Projection, contracted_rank
 
 from conftest import assert_close
 
@@ -121,3 +121,11 @@ def test_other_equations_keep_the_einsum():
         assert not fast._as_matmul
         x = tf.constant(np.random.default_rng(5).normal(size=input_shape), tf.float32)
         assert_close(fast(x), slow(x))
+
+
+def test_contracted_rank_counts_the_kernel_letters_the_input_contracts():
+    assert contracted_rank("ad,dhk->ahk") == 1
+    assert contracted_rank("ahv,hvd->ad") == 2
+    assert contracted_rank("adb,dk->abk") == 1
+    assert contracted_rank("abc,cd->abd") == 1
+    assert contracted_rank("ab,bc->abc") == 0  # kept in the output: not contracted

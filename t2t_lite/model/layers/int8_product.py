@@ -34,7 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.model.layers import int8_kernel
+from t2t_lite.model.layers import int8_kernel, projection
 
 # Where `prepare` keeps a layer's constants: (negated column sums [n], 1 / s [n], and for a
 # `SharedEmbedding` its int8 matrix transposed to [d_model, vocab]), float32 / int8 tensors.
@@ -237,15 +237,10 @@ def _neg_sums(kernel: np.ndarray) -> tf.Tensor:
 
 
 def _contracted_rank(layer) -> int:
-    """How many leading axes of the layer's kernel its inputs contract: an EinsumDense's kernel
-    letters that its input has and its output has not ("ad,dhk->ahk": 1; "ahv,hvd->ad": 2);
-    a Dense's one."""
+    """How many leading axes of the layer's kernel its inputs contract: an EinsumDense's
+    (`projection.contracted_rank`); a Dense's one."""
     equation = getattr(layer, "equation", None)
-    if not equation:
-        return 1
-    operands, output = equation.split("->")
-    inputs, kernel = operands.split(",")
-    return sum(1 for letter in kernel if letter in inputs and letter not in output)
+    return projection.contracted_rank(equation) if equation else 1
 
 
 def _kernel_2d(layer, kernel) -> tf.Tensor:

@@ -8,6 +8,14 @@ import keras
 import tensorflow as tf
 
 
+def contracted_rank(equation: str) -> int:
+    """How many of an EinsumDense kernel's letters its input contracts: those the input has and
+    the output has not ("ad,dhk->ahk": 1; "ahv,hvd->ad": 2)."""
+    operands, output = equation.split("->")
+    inputs, kernel = operands.split(",")
+    return sum(1 for letter in kernel if letter in inputs and letter not in output)
+
+
 class Projection(keras.layers.EinsumDense):
     """`EinsumDense` for equations that contract the input's trailing axes with the kernel's
     leading ones, in order, and keep the rest: "ad,dhk->ahk" (d_model into heads) and
@@ -30,8 +38,7 @@ class Projection(keras.layers.EinsumDense):
         super().build(input_shape)
         operands, output = self.equation.split("->")
         inputs, kernel = operands.split(",")
-        contracted = [c for c in kernel if c in inputs and c not in output]
-        rank = len(contracted)
+        rank = contracted_rank(self.equation)
         lead = inputs[: len(inputs) - rank]
         self._contracted_rank = rank
         # The 2-D form holds when the contracted letters end the input and begin the kernel in
