@@ -78,16 +78,17 @@ def test_the_grid_in_order_and_bounded_by_its_time(tuned_run):
     alpha. With no time to spare only the problem's own setting is measured."""
     record = search_tuning.tune_search(tuned_run, examples=30)
     grid, metric = record["grid"], record["metric"]
-    assert [(e["beam_size"], e["alpha"]) for e in grid[:4]] == [
-        (1, 0.0), (4, 0.6), (4, 1.0), (4, 1.4)
+    assert [(e["beam_size"], e["alpha"]) for e in grid[:5]] == [
+        (1, 0.0), (4, 0.6), (4, 1.0), (4, 1.2), (4, 1.4)
     ]  # fmt: skip
-    at_four = grid[1:4]
+    at_four = grid[1:5]
     best_alpha = next(e["alpha"] for e in at_four if e[metric] == max(x[metric] for x in at_four))
-    assert [(e["beam_size"], e["alpha"]) for e in grid[4:]] == [(1, best_alpha)]
+    assert [(e["beam_size"], e["alpha"]) for e in grid[5:]] == [(1, best_alpha)]
     assert record["left_out"] == []
     short = search_tuning.tune_search(tuned_run, examples=30, seconds=0.001)
     assert [(e["beam_size"], e["alpha"]) for e in short["grid"]] == [(1, 0.0)]
-    assert len(short["left_out"]) == 4 and (short["beam_size"], short["alpha"]) == (1, 0.0)
+    # The four alphas at beam 4 and beam 4 at the problem's alpha.
+    assert len(short["left_out"]) == 5 and (short["beam_size"], short["alpha"]) == (1, 0.0)
 
 
 def test_the_grid_is_the_problems(tuned_run, monkeypatch):
