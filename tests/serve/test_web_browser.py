@@ -96,6 +96,10 @@ def test_parse_tree_and_gold_tree_score(chromium, tmp_path):
             page.wait_for_selector("#error:visible")
             form_error = page.locator("#error").inner_text()
             page.wait_for_selector("#beam_size.invalid", timeout=10_000)
+            # A later answer in another box (the attention of the earlier result) keeps the mark.
+            page.click(".result .show-attention")
+            page.wait_for_selector("#attention-status:empty", state="attached")
+            page.wait_for_selector("#attention-error", state="hidden")
             outlined = page.locator("#beam_size.invalid").count()
             page.screenshot(path=str(tmp_path / "parsing.png"), full_page=True)
     assert drawn == words  # the tree's leaves, left to right

@@ -27,8 +27,12 @@ async function post(path, body) {
   return answer;
 }
 
+// Each error box outlines the field its error names, and clears only its own mark: an answer
+// to another request (the attention of an earlier result) leaves the form's mark alone.
 function showError(box, error) {
-  document.querySelectorAll(".invalid").forEach((node) => node.classList.remove("invalid"));
+  const marked = box.dataset.field ? $(box.dataset.field) : null;
+  if (marked) marked.classList.remove("invalid");
+  delete box.dataset.field;
   if (!error) {
     box.hidden = true;
     box.textContent = "";
@@ -37,7 +41,9 @@ function showError(box, error) {
   box.hidden = false;
   box.textContent = error.message || String(error);
   const field = (error.field || "").replace(/\[.*$/, "");
-  if ($(field)) $(field).classList.add("invalid");
+  if (!$(field)) return;
+  $(field).classList.add("invalid");
+  box.dataset.field = field;
 }
 
 const format = {
