@@ -204,6 +204,10 @@ class BudgetClock:
     def expired(self) -> bool:
         return self.spent() >= self.budget_seconds
 
+    def closing(self) -> bool:
+        """Whether at most AVERAGED_SPAN of the budget's seconds are left."""
+        return self.remaining() <= AVERAGED_SPAN * self.budget_seconds
+
     def observe(self, step: int) -> int | None:
         """Records that `step` is done; returns the step count expected at the end of the
         budget (at most max_steps), or None while start-up is not over."""
@@ -323,10 +327,10 @@ class BudgetPolicy:
         its horizon there, chooses its rate factor once settled, and with `log` writes
         budget.json and logs its line (the chief)."""
         if self.clock is None:
-            mine = (self.step_limit, True, False)
+            mine = (self.step_limit, True, False, False)
         else:
             expected = self.clock.observe(step)
-            mine = (expected, self.clock.settled(), self.clock.expired())
+            mine = (expected, self.clock.settled(), self.clock.expired(), self.clock.closing())
         agreed = self.agreed = self.consensus.agree(stop, *mine)
         expected = agreed.expected
         if self.clock is not None and self.shapes_schedule and expected is not None:
@@ -358,15 +362,19 @@ class BudgetPolicy:
         the expected count moves on: a run that slows down then still saves before its end
         (where a span re-placed at each step would have moved past it), and one that speeds
         up saves on. Only a count that moves the span more than its own length away places
-        it anew."""
+        it anew. The span also begins once the clock has only AVERAGED_SPAN of its seconds
+        left (`closing`), whatever the count: a machine that slows near the end, or a run of
+        a few dozen steps whose rate is read from a handful of them, ends sooner than the
+        count says, and would otherwise reach its end before the span."""
         if self.state is None or self.agreed is None or self.agreed.expected is None:
             return False
         expected = self.agreed.expected
         spacing = max(1, int(expected * AVERAGED_SPAN / AVERAGED_SAVES))
         start = expected - AVERAGED_SAVES * spacing
-        if self._averaging is not None and step < start - AVERAGED_SAVES * spacing:
+        closing = self.agreed.closing
+        if self._averaging is not None and not closing and step < start - AVERAGED_SAVES * spacing:
             self._averaging = None  # far more steps expected than when the span began
-        if self._averaging is None and step > start:
+        if self._averaging is None and (step > start or closing):
             self._averaging = spacing
         return self._averaging is not None and step % self._averaging == 0
 

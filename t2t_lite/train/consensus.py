@@ -29,6 +29,7 @@ class Agreed:
     expected: int | None  # the steps the run expects (None while the clock starts up)
     settled: bool  # the rate behind `expected` is measured over a full window
     expired: bool  # the time budget is spent
+    closing: bool = False  # the time budget's last share has begun (budget.AVERAGED_SPAN)
 
 
 class Consensus:
@@ -54,14 +55,17 @@ class Consensus:
 
         self._all_reduce = all_reduce
 
-    def agree(self, stop: bool, expected: int | None, settled: bool, expired: bool) -> Agreed:
+    def agree(
+        self, stop: bool, expected: int | None, settled: bool, expired: bool, closing: bool = False
+    ) -> Agreed:
         """The values after a step, from this worker's signal flag and its clock's
-        `expected`, `settled` and `expired`: the same on every worker."""
+        `expected`, `settled`, `expired` and `closing`: the same on every worker."""
         if not self.shared:
-            return Agreed(stop, expected, settled, expired)
-        mine = [float(stop), 0.0, 0.0, 0.0]
+            return Agreed(stop, expected, settled, expired, closing)
+        mine = [float(stop), 0.0, 0.0, 0.0, 0.0]
         if self.chief:  # expected + 1: 0 stands for None
-            mine[1:] = [0.0 if expected is None else expected + 1.0, float(settled), float(expired)]
+            mine[1] = 0.0 if expected is None else expected + 1.0
+            mine[2:] = [float(settled), float(expired), float(closing)]
         values = self._all_reduce(tf.constant(mine, tf.float64)).numpy()
         chief_expected = round(values[1])
         return Agreed(
@@ -69,4 +73,5 @@ class Consensus:
             expected=None if chief_expected == 0 else chief_expected - 1,
             settled=values[2] > 0.5,
             expired=values[3] > 0.5,
+            closing=values[4] > 0.5,
         )

@@ -172,11 +172,13 @@ def test_an_evaluation_pause_is_left_out_of_the_step_rate(tmp_path):
     assert revised[1]["learning_rate"] < decisions[0]["learning_rate"] - 0.05
 
 
-def _saves(limits, counts):
-    """The steps at which wants_save says yes, with the agreed count at step i+1 counts[i]."""
+def _saves(limits, counts, closing_from=None):
+    """The steps at which wants_save says yes, with the agreed count at step i+1 counts[i] and
+    the clock's last share begun from step `closing_from`."""
     saves = []
     for step, expected in enumerate(counts, start=1):
-        limits.agreed = Agreed(stop=False, expected=expected, settled=True, expired=False)
+        closing = closing_from is not None and step >= closing_from
+        limits.agreed = Agreed(False, expected, settled=True, expired=False, closing=closing)
         if limits.wants_save(step):
             saves.append(step)
     return saves
@@ -208,3 +210,26 @@ def test_a_span_begun_too_early_is_placed_anew():
     limits = BudgetPolicy(trainer, 2, 10**6, None, clock=FakeClock())
     saves = _saves(limits, [1000] * 950 + [3000] * 2050)
     assert saves == [920, 940, 2760, 2820, 2880, 2940, 3000]
+
+
+def test_the_clocks_last_share_begins_the_span_when_the_count_runs_ahead():
+    # The run expects 1,200 steps to the end (a span every 24 steps after 1,080), but the
+    # machine slows and the clock's last 10 % begins at step 900, of 1,000 made.
+    trainer = _trainer("warmup_steps=4", minutes=2)
+    limits = BudgetPolicy(trainer, 2, 10**6, None, clock=FakeClock())
+    assert _saves(limits, [1200] * 1000) == []
+    limits = BudgetPolicy(trainer, 2, 10**6, None, clock=FakeClock())
+    assert _saves(limits, [1200] * 1000, closing_from=900) == [912, 936, 960, 984]
+    # In that share a count far ahead no longer places the span anew.
+    limits = BudgetPolicy(trainer, 2, 10**6, None, clock=FakeClock())
+    saves = _saves(limits, [1200] * 950 + [5000] * 50, closing_from=900)
+    assert saves == [912, 936, 960, 984]
+
+
+def test_the_clock_closes_at_its_last_share():
+    clock = FakeClock()
+    budget_clock = budget.BudgetClock(2, 30.0, 10**6, clock)  # 120 s, 30 spent before
+    clock.now += 77.9
+    assert not budget_clock.closing()  # 12.1 s left
+    clock.now += 0.2
+    assert budget_clock.closing() and not budget_clock.expired()  # 11.9 s left
