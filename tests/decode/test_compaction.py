@@ -5,8 +5,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from decoding_helpers import random_inputs, scripted_step_fn, tiny_model
+from onednn import onednn_on
 
 from t2t_lite.decode import compaction, search, transformer_step
+
+ONEDNN = onednn_on()
 
 
 def _scripted(batch, steps, vocab, seed):
@@ -22,7 +25,7 @@ def _scripted(batch, steps, vocab, seed):
 # Beam 1 is t2t-decode's greedy search, whose steps never gather the cache: the compaction
 # gathers it (`compaction._compact`), which the cache check below holds.
 @pytest.mark.parametrize("beam,nbest", [(4, 1), (4, 3), (1, 1)])
-def test_scripted_search_is_exactly_the_uncompacted_one(beam, nbest):
+def test_scripted_search_is_the_uncompacted_one(beam, nbest):
     batch, steps, vocab = 16, 12, 9
     table = _scripted(batch, steps, vocab, seed=nbest)
     max_lengths = np.random.default_rng(0).integers(3, steps + 1, size=batch)
@@ -43,8 +46,10 @@ def test_scripted_search_is_exactly_the_uncompacted_one(beam, nbest):
         with_state, cache, state, batch, beam, 0.6, max_lengths, nbest=nbest
     )
     np.testing.assert_array_equal(found.ids.numpy(), full.ids.numpy())
-    np.testing.assert_array_equal(found.scores.numpy(), full.scores.numpy())
-    np.testing.assert_array_equal(found.log_probs.numpy(), full.log_probs.numpy())
+    # The same scores, to the last bit where oneDNN computes; TensorFlow's own kernels (an
+    # AVX2-only CPU) may round a softmax over fewer rows 1 unit in the last place apart.
+    for got, expected in ((found.scores, full.scores), (found.log_probs, full.log_probs)):
+        np.testing.assert_array_max_ulp(got.numpy(), expected.numpy(), maxulp=0 if ONEDNN else 1)
     assert (full.ids.numpy() == 1).any()
     # Sentences left: the rows stepped shrink from the whole batch, and so does the work.
     assert rows_seen[0] == batch * beam and rows_seen[-1] < batch * beam

@@ -10,19 +10,29 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from onednn import onednn_on
 
-from t2t_lite.model.layers import SharedEmbedding, int8_product
+from t2t_lite.model.layers import SharedEmbedding, int8_kernel, int8_product
 
 WEIGHTS_ONLY = keras.quantizers.Int8QuantizationConfig(
     weight_quantizer=None, activation_quantizer=None
 )
 X86 = platform.machine().lower() in ("x86_64", "amd64")
-needs_op = pytest.mark.skipif(not X86, reason="oneDNN's int8 product is an x86 CPU kernel")
+on_x86 = pytest.mark.skipif(not X86, reason="oneDNN's int8 product is an x86 CPU kernel")
+needs_op = pytest.mark.skipif(
+    not (X86 and onednn_on()), reason="TensorFlow runs its oneDNN ops only on some x86 CPUs"
+)
 
 
-@needs_op
-def test_the_op_is_available_on_x86():
-    assert int8_product.available()
+@on_x86
+def test_the_op_runs_where_onednn_does_and_is_used_where_exact():
+    check = int8_product.check()
+    assert check.runs == onednn_on(), check
+    if check.runs:  # AMX and VNNI sum in int32; the others clip (test_int8_kernel.py)
+        assert check.exact == (int8_kernel.sums(check.isa) == "int32"), check
+    else:  # e.g. an AMD EPYC with AVX2 only: the op returns an empty tensor
+        assert check.describe().startswith("no 8-bit product op here")
+    assert int8_product.available() == check.exact
 
 
 def _uint8_inputs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

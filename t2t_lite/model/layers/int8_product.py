@@ -19,7 +19,10 @@ the op against this formula in NumPy, and each layer against its weight-only sel
 The formula needs exact integer sums, and not every oneDNN kernel gives them: those for CPUs
 without VNNI sum pairs of products in int16 and clip (`int8_kernel`). So `check` runs the op
 once per process on probes whose exact answer NumPy knows, and `available` says yes only where
-the op exists (TensorFlow runs oneDNN on an x86 CPU) and matched. Elsewhere, and for a layer
+the op exists and matched. It exists where TensorFlow runs its oneDNN ops: by default only on
+x86 CPUs with AVX-512 VNNI, AVX-512 BF16 or AMX (TF_ENABLE_ONEDNN_OPTS=1 turns them on
+elsewhere). Where they are off, as on an AMD EPYC with AVX2 only, TensorFlow's op returns an
+empty tensor without an error, which `check` reads as no op. Elsewhere, and for a layer
 `prepare` has not seen, `apply` calls the layer as Keras does: the same int8 weights times float
 inputs, which loses no accuracy and only speed.
 """
@@ -73,7 +76,10 @@ class Check:
         if self.exact:
             return f"8-bit products by {kernel}, exact on this CPU"
         if not self.runs:
-            return "no 8-bit product op in this TensorFlow: float inputs times the int8 weights"
+            return (
+                "no 8-bit product op here (TensorFlow runs its oneDNN ops by default only on CPUs "
+                "with AVX-512 VNNI, AVX-512 BF16 or AMX): float inputs times the int8 weights"
+            )
         return (
             f"{kernel} is not exact on this CPU (sums off by up to {self.sums_error:.3g} "
             f"x 2/255 x 127, inputs by {self.rounding_error:.3g} steps): float inputs times the "
@@ -96,6 +102,8 @@ def check() -> Check:
             shifted, low, high, row_max = _quantize_rows(x)
             found = _integer_product(shifted, low, high, tf.constant(kernel), _neg_sums(kernel))
         except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError, tf.errors.UnknownError):
+            return Check(name, runs=False)
+        if found.shape != (rows, n):  # oneDNN off: TensorFlow's op returns an empty tensor
             return Check(name, runs=False)
         a_q = tf.bitcast(shifted, tf.uint8).numpy()
         exact_a = (x.numpy() / row_max.numpy() + 1.0).astype(np.float64) * 127.5
