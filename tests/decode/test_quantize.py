@@ -53,9 +53,12 @@ def reverse_batch(rng: np.random.Generator, rows: int, longest: int = 7):
     return sources, targets
 
 
-def train_reverse(steps: int = 400) -> Transformer:
+def train_reverse(steps: int = 500) -> Transformer:
     """A 2+2-layer Transformer (d_model 32) trained with Adam to reverse digit strings; it gets
-    over 99% of them right."""
+    over 99% of them right. The rate decays linearly from 3e-3 to 1e-4: at a constant 3e-3 the
+    last steps kept moving the model, and where TensorFlow's thread scheduling changes the sums
+    (an AVX2-only CPU) one run reversed 156 of the 200 test strings after 400 steps; decayed, six
+    seeds reversed 198 to 200."""
     keras.utils.set_random_seed(5)
     hparams = get_hparams(
         "transformer_tiny",
@@ -64,7 +67,7 @@ def train_reverse(steps: int = 400) -> Transformer:
     )
     model = Transformer.from_hparams(hparams, 13)
     model.build()
-    optimizer = keras.optimizers.Adam(3e-3)
+    optimizer = keras.optimizers.Adam(keras.optimizers.schedules.PolynomialDecay(3e-3, steps, 1e-4))
 
     @tf.function
     def step(sources, targets):
