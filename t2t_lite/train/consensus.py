@@ -29,7 +29,7 @@ class Agreed:
     expected: int | None  # the steps the run expects (None while the clock starts up)
     settled: bool  # the rate behind `expected` is measured over a full window
     expired: bool  # the time budget is spent
-    closing: bool = False  # the time budget's last share has begun (budget.AVERAGED_SPAN)
+    closing: bool  # the time budget's last share has begun (budget.AVERAGED_SPAN)
 
 
 class Consensus:
@@ -56,7 +56,7 @@ class Consensus:
         self._all_reduce = all_reduce
 
     def agree(
-        self, stop: bool, expected: int | None, settled: bool, expired: bool, closing: bool = False
+        self, stop: bool, expected: int | None, settled: bool, expired: bool, closing: bool
     ) -> Agreed:
         """The values after a step, from this worker's signal flag and its clock's
         `expected`, `settled`, `expired` and `closing`: the same on every worker."""
