@@ -3,13 +3,17 @@
   t2t-info --hparams_set=transformer_big
   t2t-info --hparams_set=transformer_base --hparams=num_heads=16 --vocab_size=32000 --length=64
   t2t-info --list
+  t2t-info --train_minutes=20 --data_dir=D
 
-Prints the resolved hparams as JSON, the trainable parameter count and the forward FLOPs.
+Prints the resolved hparams as JSON, the trainable parameter count and the forward FLOPs. With
+--train_minutes and --data_dir, the hparams set t2t-train would choose for that budget on this
+machine and that data (train/model_choice.py): it times each candidate's training step, as
+t2t-train does, and trains nothing.
 """
 
 from __future__ import annotations
 
-from absl import flags
+from absl import app, flags
 
 from t2t_lite.bin import cli
 
@@ -19,6 +23,9 @@ flags.DEFINE_string("hparams", "", "Overrides, k=v,k=v.")
 flags.DEFINE_integer("vocab_size", 37000, "Shared vocabulary size (the paper's en-de: 37000).")
 flags.DEFINE_integer("length", 32, "Source and target length for the FLOPs estimate.")
 flags.DEFINE_boolean("list", False, "List the registered hparams sets and problems, then exit.")
+flags.DEFINE_float("train_minutes", 0.0, "With --data_dir: the budget's choice of model for it.")
+flags.DEFINE_string("data_dir", None, "A t2t-datagen folder, for --train_minutes.")
+flags.DEFINE_string("problem", None, "For --train_minutes; default: the one data_dir is for.")
 
 
 def main() -> None:
@@ -26,6 +33,15 @@ def main() -> None:
 
     if FLAGS.list:
         print(list_registries())
+    elif FLAGS.train_minutes or FLAGS.data_dir:
+        if not (FLAGS.train_minutes > 0 and FLAGS.data_dir):
+            raise app.UsageError(
+                "--train_minutes and --data_dir go together: the budget's choice of model needs "
+                "both (e.g. --train_minutes=20 --data_dir=DATA)"
+            )
+        from t2t_lite.train.info import describe_choice
+
+        print(describe_choice(FLAGS.data_dir, FLAGS.train_minutes, FLAGS.hparams, FLAGS.problem))
     else:
         print(describe(FLAGS.hparams_set, FLAGS.hparams, FLAGS.vocab_size, FLAGS.length))
 

@@ -2,8 +2,7 @@
 
   t2t-train --problem=algorithmic_reverse --hparams_set=transformer_tiny \\
       --data_dir=/tmp/data --output_dir=/tmp/run --train_steps=2000
-  t2t-train --problem=translate_ende_lohelp --hparams_set=transformer_small \\
-      --hparams=precision=mixed_bfloat16 --data_dir=D --output_dir=O --train_minutes=15
+  t2t-train --problem=translate_ende_lohelp --data_dir=D --output_dir=O --train_minutes=20
 """
 
 from __future__ import annotations
@@ -16,7 +15,13 @@ from t2t_lite.train.config import FAILURES, METRIC_DIRECTIONS, TrainConfig
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(cluster_flags)
 flags.DEFINE_string("problem", None, "Registered problem, e.g. algorithmic_reverse.", required=True)
-flags.DEFINE_string("hparams_set", "transformer_base", "Named hparams set.")
+flags.DEFINE_string(
+    "hparams_set",
+    None,
+    "Named hparams set. Default: with --train_minutes, the budget's choice for this machine and "
+    "corpus (t2t-info --train_minutes=M --data_dir=D shows it); a resumed run's own; else "
+    "transformer_base.",
+)
 flags.DEFINE_string("hparams", "", "Overrides of the set: k=v,k=v (strict).")
 flags.DEFINE_string("data_dir", None, "Folder written by t2t-datagen.", required=True)
 flags.DEFINE_string("output_dir", None, "Checkpoints, hparams.json, summaries.", required=True)
@@ -52,19 +57,23 @@ def main() -> None:
     from t2t_lite import problems  # TensorFlow: not for --help
     from t2t_lite.hparams import get_hparams
     from t2t_lite.train import loop as training
+    from t2t_lite.train.model_probe import hparams_set_for_run
 
     strategy = cluster_flags.strategy_from_flags()  # before any other TensorFlow op
     if FLAGS.usr_dir:
         problems.import_usr_dir(FLAGS.usr_dir)
-    try:
-        hparams = get_hparams(FLAGS.hparams_set, FLAGS.hparams)
-    except (KeyError, ValueError) as e:
-        raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
     fields = TrainConfig.__dataclass_fields__
     values = {name: FLAGS[name].value for name in fields if name in FLAGS}
     config = TrainConfig(**values, hparams_overrides=FLAGS.hparams)
     problem = problems.get_problem(FLAGS.problem)
-    training.train(problem, config, hparams, FLAGS.hparams_set, strategy)
+    try:  # (the ladder's widest set checks --hparams before any probe)
+        get_hparams(FLAGS.hparams_set or problem.budget_ladder[-1], FLAGS.hparams)
+    except (KeyError, ValueError) as e:
+        raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
+    chosen = hparams_set_for_run(problem, config, FLAGS.hparams_set, strategy)
+    hparams = get_hparams(chosen.name, FLAGS.hparams)
+    given = FLAGS.hparams_set is not None  # (then logs what the budget would have chosen)
+    training.train(problem, config, hparams, chosen.name, strategy, chosen.probe_seconds, given)
 
 
 def run() -> None:

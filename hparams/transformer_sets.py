@@ -89,6 +89,14 @@ transformer_small = _cpu_sized(num_layers=3, d_model=256, max_positions=512).rep
     train_steps=20000,
     precision="auto",
 )
+# The budget's ladder (t2t_lite/train/model_choice.py): with --train_minutes and no --hparams_set,
+# t2t-train times a few steps of each on the machine and trains the widest one whose expected
+# training tokens reach the rule's share of its parameters. transformer_small's CPU recipe at
+# three widths, 3 + 3 layers each, d_ff = 4 d_model; the rate peak follows d_model^-0.5, as in
+# the paper's schedule. _m is transformer_small itself.
+transformer_budget_xs = transformer_small.replace(d_model=128, d_ff=512)
+transformer_budget_s = transformer_small.replace(d_model=192, d_ff=768)
+transformer_budget_m = transformer_small
 # The base row of table3_small (hparams/sweeps.py): transformer_small's size with the paper's 8
 # heads and its regularization (P_drop 0.1 in every run, eps_ls 0.1, sinusoids), trained with the
 # CPU recipe's choices that let a model learn in minutes (pre-norm, 1,024-token batches, bfloat16
@@ -141,6 +149,9 @@ PAPER_SETS = {
     "transformer_tiny": transformer_tiny,
     "transformer_small": transformer_small,
     "transformer_small_table3": transformer_small_table3,
+    "transformer_budget_xs": transformer_budget_xs,
+    "transformer_budget_s": transformer_budget_s,
+    "transformer_budget_m": transformer_budget_m,
     "transformer_base_student": transformer_base_student,
     "transformer_small_student": transformer_small_student,
 }

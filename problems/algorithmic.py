@@ -28,6 +28,8 @@ class AlgorithmicProblem(Problem):
         beam_size=1, alpha=0.0, extra_length=5
     )
     tune_beams: ClassVar[tuple[int, ...]] = (4,)
+    # One rung: the quick start's set, which learns these tasks in a minute.
+    budget_ladder: ClassVar[tuple[str, ...]] = ("transformer_tiny",)
     max_input_length: ClassVar[int] = 64
     max_target_length: ClassVar[int] = 64
     examples_per_shard: ClassVar[int] = 2_000

@@ -63,6 +63,13 @@ class Problem:
     # (docs/training.md, "The length penalty between 1.0 and 1.4").
     tune_alphas: ClassVar[tuple[float, ...]] = (0.6, 1.0, 1.2, 1.4)
     tune_beams: ClassVar[tuple[int, ...]] = (8,)
+    # The hparams sets a --train_minutes run without --hparams_set chooses from, narrowest
+    # first (t2t_lite/train/model_choice.py).
+    budget_ladder: ClassVar[tuple[str, ...]] = (
+        "transformer_budget_xs",
+        "transformer_budget_s",
+        "transformer_budget_m",
+    )
     has_inputs: ClassVar[bool] = True
     # Longest inputs / targets (tokens, EOS included) the problem is meant for; hparams.max_length
     # is what the pipeline enforces.

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import math
 import os
 import time
@@ -60,6 +61,9 @@ AVERAGED_SPAN = 0.1
 # The EMA of the weights a budget run keeps for the end-of-run choice, unless set. A run of a
 # few thousand steps changes fast; 0.995 averages over about the last 200 steps.
 DEFAULT_EMA_MOMENTUM = 0.995
+# budget.json's entry for the budget's choice of model (train/model_probe.py), which the clock's
+# records keep.
+MODEL_CHOICE = "model_choice"
 
 
 def budget_hparams(hparams: HParams, train_minutes: float, overrides: str = "") -> HParams:
@@ -241,17 +245,21 @@ class BudgetClock:
         line to log."""
         spent, budget = self.spent() / 60, self.budget_seconds / 60
         rate = self.steps_per_second()
-        atomic_io.write_json(
-            os.path.join(output_dir, BUDGET_FILE),
-            {
-                "budget_minutes": budget + self.reserved_minutes,
-                "training_minutes": budget,
-                "spent_minutes": round(spent, 3),
-                "step": step,
-                "steps_per_second": round(rate, 3),
-                "expected_steps": expected,
-            },
-        )
+        path = os.path.join(output_dir, BUDGET_FILE)
+        entries = {
+            "budget_minutes": budget + self.reserved_minutes,
+            "training_minutes": budget,
+            "spent_minutes": round(spent, 3),
+            "step": step,
+            "steps_per_second": round(rate, 3),
+            "expected_steps": expected,
+        }
+        if os.path.isfile(path):  # the choice of model, written before training
+            with open(path) as f:
+                choice = json.load(f).get(MODEL_CHOICE)
+            if choice is not None:
+                entries[MODEL_CHOICE] = choice
+        atomic_io.write_json(path, entries)
         return (
             f"budget: {spent:.1f} of {budget:g} minutes spent, {rate:.2f} steps/s, "
             f"{expected} steps expected"
@@ -280,6 +288,7 @@ class BudgetPolicy:
         clock=None,
         consensus=None,
         reserve: float = 0.0,
+        spent_before: float = 0.0,
     ):
         self.trainer, self.output_dir = trainer, output_dir
         self.consensus: Consensus = consensus or Consensus(None, 1, chief=True)
@@ -289,7 +298,8 @@ class BudgetPolicy:
         self.step_limit = step_limit
         minutes = self.hparams.budget_minutes or train_minutes
         shapes = self.state is not None and bool(self.hparams.budget_minutes)
-        spent = float(self.state.seconds.numpy()) if shapes else 0.0
+        # `spent_before`: seconds spent before this process' training (the choice of model).
+        spent = (float(self.state.seconds.numpy()) if shapes else 0.0) + spent_before
         clock = clock or time.monotonic
         # `reserve`: the share of the minutes kept for the search tuning after training.
         self.reserve = reserve

@@ -55,6 +55,13 @@ class Consensus:
 
         self._all_reduce = all_reduce
 
+    def share(self, value: float) -> float:
+        """The chief's `value`, on every worker (a decision taken once, on the chief)."""
+        if not self.shared:
+            return value
+        mine = [value if self.chief else 0.0, 0.0, 0.0, 0.0, 0.0]
+        return float(self._all_reduce(tf.constant(mine, tf.float64)).numpy()[0])
+
     def agree(
         self, stop: bool, expected: int | None, settled: bool, expired: bool, closing: bool
     ) -> Agreed:

@@ -38,6 +38,7 @@ from t2t_lite.train.config import ConflictingRunError, TrainConfig
 from t2t_lite.train.consensus import Consensus
 from t2t_lite.train.init_from import initialize_from, prepare_adapter
 from t2t_lite.train.late_dropout import LateDropout, dropout_hparams
+from t2t_lite.train.model_probe import Advice
 from t2t_lite.train.step import Trainer
 from t2t_lite.train.step_loop import StepLoop
 
@@ -69,7 +70,7 @@ def _check_run_info(info: RunInfo, output_dir: str) -> None:
         info.save(output_dir)
 
 
-def _distributed_stream(problem, config: TrainConfig, hparams: HParams, strategy, skip: int):
+def training_stream(problem, config: TrainConfig, hparams: HParams, strategy, skip: int):
     """The training batches, each pipeline skipping the `skip` batches already consumed."""
 
     def dataset_fn(context):
@@ -110,10 +111,33 @@ def resolve_run(config: TrainConfig, hparams: HParams) -> tuple[TrainConfig, HPa
     return config, hparams
 
 
-def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, strategy=None) -> dict:
+def resolved_precision(hparams: HParams) -> HParams:
+    """`hparams` with precision=auto resolved to what this hardware computes fastest (logged);
+    hparams.json records what the run computes in."""
+    if hparams.precision != AUTO:
+        return hparams
+    hparams = hparams.replace(precision=resolve_precision(hparams.precision))
+    logging.info("precision=auto: %s on this hardware", hparams.precision)
+    return hparams
+
+
+def train(
+    problem,
+    config: TrainConfig,
+    hparams: HParams,
+    hparams_set: str,
+    strategy=None,
+    spent_seconds: float = 0.0,
+    advise: bool = False,
+) -> dict:
     """Trains to `config.train_steps`, resuming from output_dir/checkpoints if there are any.
     `hparams` are the named set's with `config.hparams_overrides` applied, as `get_hparams`
     gives them; `resolve_run` adds the budget's settings, as for t2t-train.
+
+    `spent_seconds`: budget seconds spent before training (the budget's choice of model,
+    train/model_probe.py), counted against a new run's `train_minutes`; `advise`: the set was
+    given, so with `train_minutes` the run logs what the budget would have chosen
+    (model_probe.Advice).
 
     Returns the last evaluation's metrics (with "step"). Raises NonFiniteError, CheckpointError,
     ConflictingRunError or TrainingInterrupted, with messages naming the step, file or flag.
@@ -122,18 +146,20 @@ def train(problem, config: TrainConfig, hparams: HParams, hparams_set: str, stra
     strategy = strategy or distribute.create_strategy("auto")
     _configure(config)
     problem.check_data_dir(config.data_dir)
-    if hparams.precision == AUTO:  # hparams.json records what the run computes in
-        hparams = hparams.replace(precision=resolve_precision(hparams.precision))
-        logging.info("precision=auto: %s on this hardware", hparams.precision)
+    hparams = resolved_precision(hparams)
     chief = distribute.is_chief(strategy)
     # One writer per output_dir: the chief holds its lock until training ends.
     with run_lock(config.output_dir) if chief else contextlib.nullcontext():
-        return _train_locked(problem, config, hparams, hparams_set, strategy, chief)
+        spent = (spent_seconds, advise)
+        return _train_locked(problem, config, hparams, hparams_set, strategy, chief, spent)
 
 
-def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dict:
+def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before) -> dict:
+    """`train` once the output_dir is this process's to write; `before`: (spent_seconds,
+    advise) of `train`."""
+    spent_seconds, advise = before
     """`train` once the output_dir is this process's to write."""
-    info = _run_info(problem, config, hparams, hparams_set)
+    info = run_info(problem, config, hparams, hparams_set)
     earlier_run = os.path.exists(os.path.join(config.output_dir, RUN_INFO_FILE))
     if chief:
         _check_run_info(info, config.output_dir)
@@ -161,7 +187,7 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dic
     logging.info("%s at step %d", f"resumed from {restored}" if restored else "starting", start)
     per_pipeline = strategy.num_replicas_in_sync // distribute.num_input_pipelines(strategy)
     skip = start * hparams.accum_steps * per_pipeline
-    iterator = _distributed_stream(problem, config, hparams, strategy, skip)
+    iterator = training_stream(problem, config, hparams, strategy, skip)
     workers = distribute.num_input_pipelines(strategy)
     limits = BudgetPolicy(
         trainer,
@@ -170,12 +196,16 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dic
         config.output_dir if chief else None,
         consensus=Consensus(strategy, workers, chief),
         reserve=search_tuning.kept_share(problem, hparams),
+        spent_before=spent_seconds,
     )
     late = None
     if trainer.late_dropout is not None:
         train_tokens = problem.train_tokens(config.data_dir)
         late = LateDropout(trainer, train_tokens, config.output_dir, chief)
-    loop = StepLoop(problem, config, trainer, keeper, strategy, chief, limits, late)
+    advice = None
+    if advise and chief and config.train_minutes:
+        advice = Advice(problem, config, hparams_set, hparams, info.vocab_size)
+    loop = StepLoop(problem, config, trainer, keeper, strategy, chief, limits, late, advice)
     limits.start(start)
     with cluster.lost_workers(workers > 1, lambda: keeper.manager.latest_checkpoint):
         if trainer.budget is not None and limits.expired():
@@ -191,7 +221,7 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief) -> dic
         return loop.run(iterator, start)
 
 
-def _run_info(problem, config: TrainConfig, hparams: HParams, hparams_set: str) -> RunInfo:
+def run_info(problem, config: TrainConfig, hparams: HParams, hparams_set: str) -> RunInfo:
     """What the run writes to hparams.json: the data path from training to serving."""
     vocab = problem.tokenizer(config.data_dir)
     return RunInfo(

@@ -59,11 +59,14 @@ def _dev_dataset(problem, config: TrainConfig, hparams: HParams, strategy):
 class StepLoop:
     """The step loop with its periodic saves, evaluations, summaries and progress lines."""
 
-    def __init__(self, problem, config, trainer, keeper, strategy, chief, limits, late=None):
+    def __init__(
+        self, problem, config, trainer, keeper, strategy, chief, limits, late=None, advice=None
+    ):
         self.problem, self.config, self.trainer = problem, config, trainer
         self.keeper, self.strategy, self.chief = keeper, strategy, chief
         self.limits: BudgetPolicy = limits  # the deadline, steps expected, budget schedule
         self.late: LateDropout | None = late  # dropout_passes > 0 (train/late_dropout.py)
+        self.advice = advice  # a given set's budget choice to log (train/model_probe.py)
         self.dev = _dev_dataset(problem, config, trainer.hparams, strategy)
         higher = METRIC_DIRECTIONS[config.best_metric]
         self.best = BestKeeper(
@@ -142,6 +145,10 @@ class StepLoop:
         if self.late is not None:
             expected = agreed.expected if agreed.settled else None
             self.late.observe(step, result["target_tokens"], expected)
+        if self.advice is not None:
+            clock = self.limits.clock
+            rate = clock.steps_per_second() if agreed.settled else None
+            self.advice.observe(float(result["target_tokens"]), rate, clock.budget_seconds)
         return agreed
 
     def finish(self, step: int) -> None:

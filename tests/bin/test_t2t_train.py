@@ -1,6 +1,7 @@
 """t2t-train and t2t-avg-checkpoints as a user runs them (a resumed run with other flags:
 tests/test_training.py)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -64,8 +65,8 @@ def test_train_minutes_alone_is_not_capped_by_the_sets_train_steps(tmp_path):
     problems.get_problem("algorithmic_reverse").generate_data(
         data_dir, num_symbols=8, max_sequence_length=6, train_size=200, dev_size=20
     )
-    flags = [
-        "--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
+    flags = [  # no --hparams_set: the budget's choice, the problem's one set
+        "--problem=algorithmic_reverse",
         f"--data_dir={data_dir}", f"--output_dir={out}", "--train_minutes=0.25",
         "--save_every=1000", "--eval_every=1000", "--log_every=5",
         "--hparams=num_encoder_layers=1,num_decoder_layers=1,batch_size=256,train_steps=3",
@@ -78,3 +79,26 @@ def test_train_minutes_alone_is_not_capped_by_the_sets_train_steps(tmp_path):
     line = re.search(r"step 5 loss .* ETA (\d+):(\d\d):(\d\d) ", trained.stderr)
     assert line, trained.stderr[-3000:]  # no step count to show: "step 5", not "step 5/3"
     assert 0 < int(line[2]) * 60 + int(line[3]) <= 15 and line[1] == "0"  # the minutes left
+    assert "model choice: transformer_tiny, the problem's one set for a budget" in trained.stderr
+    with open(os.path.join(out, "budget.json")) as f:
+        assert json.load(f)["model_choice"]["hparams_set"] == "transformer_tiny"
+
+
+def test_info_prints_the_budgets_choice_and_refuses_half_its_flags(tmp_path):
+    from t2t_lite import problems
+
+    data_dir = str(tmp_path / "data")
+    problems.get_problem("algorithmic_reverse").generate_data(
+        data_dir, num_symbols=8, max_sequence_length=6, train_size=200, dev_size=20
+    )
+    shown = _run("t2t_info", "--train_minutes=20", f"--data_dir={data_dir}")
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    first, *record = shown.stdout.splitlines()
+    assert first == "model choice: transformer_tiny, the problem's one set for a budget"
+    assert json.loads("\n".join(record))["hparams_set"] == "transformer_tiny"
+    half = _run("t2t_info", "--train_minutes=20")
+    assert half.returncode == 2
+    assert half.stderr.strip().splitlines()[-1] == (
+        "t2t-info: error: --train_minutes and --data_dir go together: the budget's choice of "
+        "model needs both (e.g. --train_minutes=20 --data_dir=DATA)"
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -193,6 +194,34 @@ def test_a_time_budget_stops_every_worker_at_the_chiefs_step(tmp_path, data_dir)
     assert budget["budget_minutes"] == 0.25 and budget["expected_steps"] > 0
     with open(os.path.join(out, "final", "choice.json")) as f:
         assert json.load(f)["chosen"] in ("last", "ema", "average", "best")
+
+
+def test_the_chief_chooses_the_model_for_every_worker(tmp_path):
+    """Without --hparams_set the chief times the ladder and every worker trains its choice."""
+    from t2t_lite import problems
+
+    usr_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "usr_two_rungs.py")
+    problems.import_usr_dir(usr_dir)
+    data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
+    problems.get_problem("reverse_two_rungs").generate_data(
+        data_dir, num_symbols=8, max_sequence_length=6, train_size=400, dev_size=20
+    )
+    command = [
+        sys.executable, "-m", "t2t_lite.bin.t2t_train", f"--usr_dir={usr_dir}",
+        "--problem=reverse_two_rungs", f"--data_dir={data_dir}", f"--output_dir={out}",
+        "--hparams=batch_size=256", "--train_minutes=0.75", "--eval_every=100000",
+    ]  # fmt: skip
+    hosts = [f"127.0.0.1:{p}" for p in _free_ports(2)]
+    results = _finish(_start(command, [_tf_config_env(hosts, i) for i in range(2)]))
+    for code, err in results:
+        assert code == 0, err[-4000:]
+    with open(os.path.join(out, "budget.json")) as f:
+        chosen = json.load(f)["model_choice"]["hparams_set"]
+    with open(os.path.join(out, "hparams.json")) as f:
+        assert json.load(f)["hparams_set"] == chosen
+    chief, other = (err for _, err in results)
+    assert re.search(f"model choice: {chosen}, (the widest|none reaches) .*probes took", chief)
+    assert f"model choice: {chosen}, the chief's" in other, other[-3000:]
 
 
 @pytest.mark.parametrize("kind", ["slurm", "kubernetes"])

@@ -1,0 +1,192 @@
+"""The budget's choice of model on this machine: each candidate's training step timed on the
+run's data (`probe`), the rule of train/model_choice.py applied to what it measured, and the
+hparams set a t2t-train without `--hparams_set` trains (`hparams_set_for_run`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+from absl import logging
+
+from t2t_lite.hparams import get_hparams
+from t2t_lite.run.layout import BUDGET_FILE, RUN_INFO_FILE
+from t2t_lite.runtime import atomic_io
+from t2t_lite.train import model_choice
+from t2t_lite.train.budget import MODEL_CHOICE
+from t2t_lite.train.config import TrainConfig
+
+# What t2t-train trains without --hparams_set or --train_minutes: tensor2tensor's default.
+DEFAULT_SET = "transformer_base"
+
+
+def probe(name: str, problem, config: TrainConfig, strategy=None) -> model_choice.Measured:
+    """Times hparams set `name` (with config.hparams_overrides, as the run would train it) for
+    a few training steps on config.data_dir's train split, on this process' devices."""
+    import tensorflow as tf
+
+    from t2t_lite.model.ensemble import parameter_count
+    from t2t_lite.train import loop
+    from t2t_lite.train.step import Trainer
+
+    started = time.monotonic()
+    strategy = strategy or tf.distribute.get_strategy()
+    config_for, hparams = loop.resolve_run(config, get_hparams(name, config.hparams_overrides))
+    hparams = loop.resolved_precision(hparams)
+    info = loop.run_info(problem, config_for, hparams, name)
+    trainer = Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size)
+    iterator = loop.training_stream(problem, config_for, hparams, strategy, 0)
+
+    def step() -> float:
+        return float(trainer.train_step(iterator)["target_tokens"].numpy())
+
+    rate, tokens = model_choice.time_steps(step)
+    measured = model_choice.Measured(
+        name=name,
+        parameters=parameter_count(trainer.model),
+        steps_per_second=rate,
+        tokens_per_step=tokens,
+        seconds=time.monotonic() - started,
+    )
+    return measured
+
+
+def choose_on_this_machine(problem, config: TrainConfig, strategy=None) -> model_choice.Choice:
+    """The choice for `config.train_minutes` on config.data_dir, probing from the widest of the
+    problem's ladder down; each candidate trains for the budget's training share (less what the
+    search tuning keeps) less the probes' seconds so far."""
+    from t2t_lite.train import loop, search_tuning
+
+    def train_seconds(name: str) -> float:
+        _, hparams = loop.resolve_run(config, get_hparams(name, config.hparams_overrides))
+        return 60.0 * config.train_minutes * (1.0 - search_tuning.kept_share(problem, hparams))
+
+    ladder = problem.budget_ladder
+    return model_choice.untimed(ladder, config.train_minutes) or model_choice.choose(
+        ladder,
+        lambda name: probe(name, problem, config, strategy),
+        train_seconds,
+        problem.train_tokens(config.data_dir),
+    )
+
+
+def recorded_choice(output_dir: str) -> dict | None:
+    """The choice recorded in output_dir/budget.json, if any."""
+    path = os.path.join(output_dir, BUDGET_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f).get(MODEL_CHOICE)
+
+
+def record_choice(output_dir: str, choice: model_choice.Choice) -> None:
+    """Writes the choice to output_dir/budget.json (the clock's records keep it)."""
+    os.makedirs(output_dir, exist_ok=True)
+    atomic_io.write_json(os.path.join(output_dir, BUDGET_FILE), {MODEL_CHOICE: choice.to_json()})
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSet:
+    """The hparams set a run trains, and the budget seconds its choice spent (0 unless it
+    probed now)."""
+
+    name: str
+    probe_seconds: float = 0.0
+
+
+def hparams_set_for_run(problem, config: TrainConfig, given: str | None, strategy=None) -> RunSet:
+    """The hparams set a t2t-train run trains: `given` (--hparams_set) if set; else a resumed
+    run's own (hparams.json), whatever the machine is now; else with --train_minutes the
+    budget's choice on this machine (logged, and recorded in budget.json), DEFAULT_SET without.
+    In a multi-worker run the chief probes and every worker trains its choice."""
+    if given:
+        return RunSet(given)
+    info_path = os.path.join(config.output_dir, RUN_INFO_FILE)
+    if os.path.isfile(info_path):
+        with open(info_path) as f:
+            name = json.load(f)["hparams_set"]
+        logging.info("model choice: %s, the set of the run in %s (resumed)", name, info_path)
+        return RunSet(name)
+    if not config.train_minutes:
+        return RunSet(DEFAULT_SET)
+    problem.check_data_dir(config.data_dir)
+    consensus = _consensus(strategy)
+    index, seconds = 0, 0.0
+    if consensus.chief:
+        choice = choose_on_this_machine(problem, config)
+        model_choice.log_choice(choice)
+        record_choice(config.output_dir, choice)
+        index = problem.budget_ladder.index(choice.hparams_set)
+        seconds = choice.probe_seconds
+    index, seconds = round(consensus.share(float(index))), consensus.share(seconds)
+    name = problem.budget_ladder[index]
+    if not consensus.chief:
+        logging.info("model choice: %s, the chief's", name)
+    return RunSet(name, seconds)
+
+
+def _consensus(strategy):
+    """The workers of `strategy` agreeing on the chief's values (one worker: its own)."""
+    from t2t_lite.runtime import distribute
+    from t2t_lite.train.consensus import Consensus
+
+    if strategy is None:
+        return Consensus(None, 1, chief=True)
+    workers = distribute.num_input_pipelines(strategy)
+    return Consensus(strategy, workers, distribute.is_chief(strategy))
+
+
+class Advice:
+    """What the budget would have chosen for a run given --hparams_set and --train_minutes,
+    logged once the run's own step rate is settled (the chief): the ladder's other sets are not
+    probed (that would spend the user's minutes), their rates are estimated from the run's by
+    their FLOPs per target token (model/flops.py) at its measured tokens per step."""
+
+    def __init__(self, problem, config: TrainConfig, hparams_set: str, hparams, vocab_size: int):
+        self.ladder = problem.budget_ladder
+        self.corpus_tokens = problem.train_tokens(config.data_dir)
+        self.hparams_set, self.hparams = hparams_set, hparams
+        self.vocab_size = vocab_size
+        self.overrides = config.hparams_overrides
+        self.tokens, self.steps, self.done = 0.0, 0, False
+
+    def observe(self, target_tokens: float, rate: float | None, train_seconds: float) -> None:
+        """Counts a step's target tokens; with the run's settled steps per second `rate`
+        (None before), logs the budget's choice once."""
+        self.tokens += target_tokens
+        self.steps += 1
+        if self.done or rate is None or rate <= 0 or len(self.ladder) < 2:
+            return
+        self.done = True
+        choice = model_choice.choose(
+            self.ladder,
+            lambda name: self._estimate(name, rate),
+            lambda name: train_seconds,
+            self.corpus_tokens,
+        )
+        logging.info(
+            "model choice: --hparams_set=%s trains as given; the budget would have chosen %s "
+            "(rates estimated from this run's %.2f steps/s by FLOPs per token: %s)",
+            self.hparams_set,
+            choice.hparams_set,
+            rate,
+            "; ".join(c.describe() for c in choice.candidates),
+        )
+
+    def _estimate(self, name: str, rate: float) -> model_choice.Measured:
+        from t2t_lite.model.flops import forward_flops_per_token
+        from t2t_lite.train.info import count_parameters
+
+        hparams = get_hparams(name, self.overrides)
+        flops = forward_flops_per_token(hparams, self.vocab_size, 32, 32)
+        own = forward_flops_per_token(self.hparams, self.vocab_size, 32, 32)
+        return model_choice.Measured(
+            name=name,
+            parameters=count_parameters(hparams, self.vocab_size),
+            steps_per_second=rate * own / flops,
+            tokens_per_step=self.tokens / self.steps,
+            seconds=0.0,
+        )

@@ -1,0 +1,287 @@
+"""The budget's choice of model (train/model_choice.py, train/model_probe.py) without timing: the
+rule from given rates and corpus sizes, the probe's timing on a fake clock with a stub step,
+the choice recorded and kept by a resumed run, and an explicit --hparams_set winning."""
+
+from __future__ import annotations
+
+import json
+import math
+import types
+
+import pytest
+from fake_problem import FakeReverse
+
+from t2t_lite.hparams import get_hparams
+from t2t_lite.train import loop, model_choice, model_probe
+from t2t_lite.train.budget import BudgetClock
+from t2t_lite.train.config import TrainConfig
+from t2t_lite.train.info import count_parameters
+from t2t_lite.train.model_choice import Measured
+
+LADDER = ("narrow", "middle", "wide")
+PARAMETERS = {"narrow": 1_000_000, "middle": 2_000_000, "wide": 4_000_000}
+
+
+def _measure(rates: dict[str, float], probed=None, seconds: float = 0.0):
+    """Probes that find `rates` and 1,000 target tokens a step, taking `seconds` each."""
+
+    def measure(name: str) -> Measured:
+        if probed is not None:
+            probed.append(name)
+        return Measured(name, PARAMETERS[name], rates[name], 1000.0, seconds)
+
+    return measure
+
+
+def test_effective_tokens_count_the_first_pass_whole_and_repeats_by_the_decay():
+    assert model_choice.effective_tokens(500.0, 1000) == 500.0
+    assert model_choice.effective_tokens(1000.0, 1000) == 1000.0
+    # 3 passes over 1,000 tokens: 2 repeats, D' = U (1 + 15.4 (1 - exp(-2 / 15.4)))
+    expected = 1000 * (1 + 15.4 * (1 - math.exp(-2 / 15.4)))
+    assert model_choice.effective_tokens(3000.0, 1000) == pytest.approx(expected)
+    assert 2800 < expected < 3000
+    # however many passes, at most U (1 + R*)
+    assert model_choice.effective_tokens(1e9, 1000) == pytest.approx(16_400.0)
+    assert model_choice.effective_tokens(700.0, 0) == 700.0  # no corpus count: as processed
+
+
+def test_a_fast_machine_trains_the_widest_set_and_probes_it_alone():
+    probed: list[str] = []
+    # wide: 5 steps/s * 1,200 s * 1,000 tokens = 6M tokens for 4M parameters (1.5 per parameter)
+    rates = {"narrow": 20.0, "middle": 10.0, "wide": 5.0}
+    choice = model_choice.choose(LADDER, _measure(rates, probed=probed), lambda n: 1200.0, 10**8)
+    assert choice.hparams_set == "wide" and probed == ["wide"]
+    (wide,) = choice.candidates
+    assert wide.steps == 6000 and wide.tokens_per_parameter == pytest.approx(1.5)
+    assert wide.passes == pytest.approx(0.06)
+
+
+def test_a_slow_machine_trains_the_widest_set_that_reaches_the_bar():
+    probed: list[str] = []
+    # 1,200 s, 1,000 tokens a step, a corpus of 10M tokens (no repeats):
+    # wide 0.2 steps/s -> 240k tokens / 4M = 0.06; middle 0.6 -> 720k / 2M = 0.36 >= 0.3
+    rates = {"narrow": 1.2, "middle": 0.6, "wide": 0.2}
+    choice = model_choice.choose(LADDER, _measure(rates, probed=probed), lambda n: 1200.0, 10**7)
+    assert choice.hparams_set == "middle" and probed == ["wide", "middle"]
+    assert [c.enough for c in choice.candidates] == [False, True]
+    assert choice.candidates[1].tokens_per_parameter == pytest.approx(0.36)
+
+
+def test_the_corpus_size_moves_the_choice_through_repeats():
+    # middle at 0.6 steps/s: 720k tokens. Over a 10M-token corpus all of it counts (0.36 per
+    # parameter); over 20k tokens it is 36 passes, worth 20k * (1 + 15.4 (1 - e^(-35/15.4)))
+    # = 296k, 0.15 per parameter: the narrow set, which sees 1.44M tokens (0.33 per parameter
+    # after its own discount of 72 passes), is trained.
+    rates = {"narrow": 1.2, "middle": 0.6, "wide": 0.2}
+    big = model_choice.choose(LADDER, _measure(rates), lambda n: 1200.0, 10**7)
+    small = model_choice.choose(LADDER, _measure(rates), lambda n: 1200.0, 20_000)
+    assert big.hparams_set == "middle"
+    assert small.hparams_set == "narrow"
+    narrow = small.candidates[-1]
+    assert narrow.passes == pytest.approx(72.0)
+    assert narrow.tokens_per_parameter == pytest.approx(
+        20_000 * (1 + 15.4 * (1 - math.exp(-71 / 15.4))) / 1e6
+    )
+
+
+def test_none_reaching_the_bar_trains_the_narrowest_and_the_seconds_shrink_with_probes():
+    rates = {"narrow": 0.1, "middle": 0.05, "wide": 0.01}
+    choice = model_choice.choose(LADDER, _measure(rates, seconds=2.0), lambda n: 602.0, 10**7)
+    assert choice.hparams_set == "narrow"  # (each probe takes 2 s)
+    assert [c.seconds for c in choice.candidates] == [600.0, 598.0, 596.0]
+    assert [c.steps for c in choice.candidates] == [6, 29, 59]
+    line = choice.line()
+    assert line.startswith("model choice: narrow, none reaches 0.3 tokens per parameter")
+    assert "wide (4.0M parameters, 0.01 steps/s): 6 steps" in line
+    assert "probes took 6.0 s of the budget" in line
+    record = choice.to_json()
+    assert record["hparams_set"] == "narrow" and record["tokens_per_parameter_needed"] == 0.3
+    assert [c["hparams_set"] for c in record["candidates"]] == ["wide", "middle", "narrow"]
+    assert record["candidates"][2]["expected_steps"] == 59
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 50.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_probe_times_steps_after_the_traced_ones_on_a_fake_clock():
+    clock = _Clock()
+    durations = iter([9.0, 3.0] + [0.5] * 100)  # tracing, a cache, then 0.5 s a step
+    tokens = iter([1.0, 1.0] + [800.0, 1200.0] * 50)
+
+    def step() -> float:
+        clock.now += next(durations)
+        return next(tokens)
+
+    rate, per_step = model_choice.time_steps(step, clock)
+    # 2 untimed steps, then steps until PROBE_SECONDS (3 s): 6 steps of 0.5 s
+    assert rate == pytest.approx(2.0)
+    assert per_step == pytest.approx(1000.0)
+    assert next(durations) == 0.5 and clock.now == 50.0 + 12.0 + 3.0
+
+
+def test_the_probe_stops_at_its_step_limit_on_a_fast_step():
+    clock = _Clock()
+
+    def step() -> float:
+        clock.now += 0.001
+        return 10.0
+
+    rate, _ = model_choice.time_steps(step, clock)
+    assert rate == pytest.approx(1000.0)
+    assert clock.now == pytest.approx(50.0 + 0.001 * (2 + model_choice.PROBE_MAX_STEPS))
+
+
+def _config(tmp_path, minutes: float = 20.0) -> TrainConfig:
+    return TrainConfig(str(tmp_path / "run"), str(tmp_path / "data"), train_minutes=minutes)
+
+
+def _problem():
+    return types.SimpleNamespace(budget_ladder=LADDER, check_data_dir=lambda data_dir: None)
+
+
+def _no_probe(*args, **kwargs):
+    raise AssertionError("probed")
+
+
+def test_an_explicit_set_wins_and_nothing_is_probed(tmp_path, monkeypatch):
+    monkeypatch.setattr(model_probe, "choose_on_this_machine", _no_probe)
+    chosen = model_probe.hparams_set_for_run(_problem(), _config(tmp_path), "transformer_tiny")
+    assert chosen == model_probe.RunSet("transformer_tiny", 0.0)
+
+
+def test_without_minutes_the_default_is_tensor2tensors(tmp_path, monkeypatch):
+    monkeypatch.setattr(model_probe, "choose_on_this_machine", _no_probe)
+    chosen = model_probe.hparams_set_for_run(_problem(), _config(tmp_path, 0.0), None)
+    assert chosen.name == "transformer_base"
+
+
+def test_the_choice_is_recorded_and_a_resumed_run_keeps_it(tmp_path, monkeypatch):
+    rates = {"narrow": 1.2, "middle": 0.6, "wide": 0.2}
+    choice = model_choice.choose(LADDER, _measure(rates), lambda n: 1200.0, 10**7)
+    monkeypatch.setattr(model_probe, "choose_on_this_machine", lambda *a, **k: choice)
+    config = _config(tmp_path)
+    chosen = model_probe.hparams_set_for_run(_problem(), config, None)
+    assert chosen == model_probe.RunSet("middle", 0.0)
+    recorded = model_probe.recorded_choice(config.output_dir)
+    assert recorded["hparams_set"] == "middle"
+    assert [c["expected_steps"] for c in recorded["candidates"]] == [240, 720]
+    # The clock's records keep the choice.
+    clock = BudgetClock(20.0, 0.0, 10**6, _Clock())
+    clock.record(config.output_dir, 100, 5000)
+    with open(f"{config.output_dir}/budget.json") as f:
+        record = json.load(f)
+    assert record["expected_steps"] == 5000 and record["model_choice"] == recorded
+    # A resumed run (its hparams.json names its set) keeps it, whatever a probe would say now.
+    with open(f"{config.output_dir}/hparams.json", "w") as f:
+        json.dump({"hparams_set": "middle"}, f)
+    monkeypatch.setattr(model_probe, "choose_on_this_machine", _no_probe)
+    assert model_probe.hparams_set_for_run(_problem(), config, None) == model_probe.RunSet("middle")
+
+
+def test_one_set_or_a_short_budget_is_not_probed():
+    one = model_choice.untimed(("only",), 20)
+    assert one.hparams_set == "only" and one.candidates == ()
+    assert one.line() == "model choice: only, the problem's one set for a budget"
+    short = model_choice.untimed(LADDER, 2.9)
+    assert short.hparams_set == "narrow" and short.to_json()["untimed"].startswith("the narrow")
+    assert model_choice.untimed(LADDER, 3.0) is None
+
+
+def test_the_probe_times_a_real_training_step(tmp_path):
+    problem = FakeReverse()
+    config = TrainConfig(str(tmp_path / "run"), "", train_minutes=20)
+    measured = model_probe.probe("transformer_tiny", problem, config)
+    assert measured.parameters == count_parameters(get_hparams("transformer_tiny"), 12)
+    assert measured.steps_per_second > 0 and measured.seconds > 0
+    # a step's batch: at most batch_size tokens of examples of at most 9 targets
+    assert 9 <= measured.tokens_per_step <= get_hparams("transformer_tiny").batch_size
+
+
+def test_a_budget_run_without_a_set_trains_its_choice_and_a_rerun_keeps_it(tmp_path, monkeypatch):
+    problem = FakeReverse()
+    problem.budget_ladder = ("transformer_tiny", "transformer_budget_xs")
+    # xs too slow for the bar, tiny fast enough; the two probes take 14.5 s of a 15 s budget
+    rates = {"transformer_tiny": 1000.0, "transformer_budget_xs": 0.001}
+    parameters = {"transformer_tiny": 10**5, "transformer_budget_xs": 10**6}
+
+    def probe(name, *args):
+        return Measured(name, parameters[name], rates[name], 50.0, seconds=7.25)
+
+    monkeypatch.setattr(model_probe, "probe", probe)
+    monkeypatch.setattr(model_choice, "PROBE_MIN_MINUTES", 0.0)
+    config = TrainConfig(str(tmp_path / "run"), "", train_minutes=0.25, eval_every=10**6)
+    chosen = model_probe.hparams_set_for_run(problem, config, None)
+    assert chosen == model_probe.RunSet("transformer_tiny", 14.5)
+    record = model_probe.recorded_choice(config.output_dir)
+    assert [c["hparams_set"] for c in record["candidates"]] == [
+        "transformer_budget_xs",
+        "transformer_tiny",
+    ]
+    assert record["candidates"][0]["expected_steps"] == 0  # 0.001 steps/s
+    assert record["candidates"][1]["expected_steps"] == 500  # 0.5 s left, at 1,000 steps/s
+    # The run trains its choice with the probes' seconds spent: the 0.5 s left end it at its
+    # first step (whose tracing alone takes longer).
+    metrics = loop.train(problem, config, get_hparams(chosen.name), chosen.name, None, 14.5)
+    assert metrics["step"] == 1
+    with open(f"{config.output_dir}/hparams.json") as f:
+        assert json.load(f)["hparams_set"] == "transformer_tiny"
+    assert model_probe.recorded_choice(config.output_dir) == record
+    # A rerun keeps the run's set without probing.
+    monkeypatch.setattr(model_probe, "probe", _no_probe)
+    assert model_probe.hparams_set_for_run(problem, config, None) == model_probe.RunSet(
+        "transformer_tiny"
+    )
+
+
+def test_a_given_set_logs_what_the_budget_would_have_chosen(tmp_path, caplog):
+    from t2t_lite.model.flops import forward_flops_per_token
+
+    ladder = ("transformer_budget_xs", "transformer_budget_s", "transformer_budget_m")
+    problem = types.SimpleNamespace(budget_ladder=ladder, train_tokens=lambda data_dir: 10**7)
+    config = _config(tmp_path)
+    hparams = get_hparams("transformer_budget_m")
+    advice = model_probe.Advice(problem, config, "transformer_budget_m", hparams, 4000)
+    with caplog.at_level("INFO"):
+        advice.observe(900.0, None, 1200.0)  # the rate not settled yet: nothing
+        assert not advice.done and "model choice" not in caplog.text
+        advice.observe(1100.0, 0.8, 1200.0)
+    # xs's rate: the run's 0.8 steps/s scaled by the FLOPs per token of m over xs's
+    flops = {n: forward_flops_per_token(get_hparams(n), 4000, 32, 32) for n in ladder}
+    xs = advice._estimate("transformer_budget_xs", 0.8)
+    assert xs.steps_per_second == pytest.approx(0.8 * flops[ladder[2]] / flops[ladder[0]])
+    assert xs.tokens_per_step == 1000.0
+    assert xs.parameters == count_parameters(get_hparams("transformer_budget_xs"), 4000)
+    expected = model_choice.choose(
+        ladder, lambda n: advice._estimate(n, 0.8), lambda n: 1200.0, 10**7
+    )
+    (line,) = [r.getMessage() for r in caplog.records if "model choice" in r.getMessage()]
+    assert line.startswith(
+        "model choice: --hparams_set=transformer_budget_m trains as given; the budget would "
+        f"have chosen {expected.hparams_set} (rates estimated from this run's 0.80 steps/s"
+    )
+    assert expected.hparams_set != "transformer_budget_m"  # 0.8 steps/s: m is too wide
+    advice.observe(1000.0, 0.8, 1200.0)  # once only
+    assert len([r for r in caplog.records if "model choice" in r.getMessage()]) == 1
+
+
+def test_a_run_of_a_given_set_logs_the_advice_once_its_rate_settles(tmp_path, monkeypatch, caplog):
+    from t2t_lite.train import budget
+
+    monkeypatch.setattr(budget, "RATE_WINDOW_SECONDS", 1.0)  # settled after a second
+    problem = FakeReverse()
+    problem.budget_ladder = ("transformer_tiny", "transformer_budget_xs")
+    config = TrainConfig(str(tmp_path / "run"), "", train_minutes=0.3, eval_every=10**6)
+    hparams = get_hparams("transformer_tiny")
+    with caplog.at_level("INFO"):
+        loop.train(problem, config, hparams, "transformer_tiny", advise=True)
+    lines = [r.getMessage() for r in caplog.records if "model choice" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(
+        "model choice: --hparams_set=transformer_tiny trains as given; the budget would "
+        "have chosen transformer_"
+    )
