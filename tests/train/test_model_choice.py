@@ -59,28 +59,31 @@ def test_a_fast_machine_trains_the_widest_set_and_probes_it_alone():
 def test_a_slow_machine_trains_the_widest_set_that_reaches_the_bar():
     probed: list[str] = []
     # 1,200 s, 1,000 tokens a step, a corpus of 10M tokens (no repeats):
-    # wide 0.2 steps/s -> 240k tokens / 4M = 0.06; middle 0.6 -> 720k / 2M = 0.36 >= 0.3
-    rates = {"narrow": 1.2, "middle": 0.6, "wide": 0.2}
+    # wide 0.2 steps/s -> 240k tokens / 4M = 0.06; middle 1.0 -> 1.2M / 2M = 0.6 >= 0.5
+    rates = {"narrow": 2.0, "middle": 1.0, "wide": 0.2}
     choice = model_choice.choose(LADDER, _measure(rates, probed=probed), lambda n: 1200.0, 10**7)
     assert choice.hparams_set == "middle" and probed == ["wide", "middle"]
     assert [c.enough for c in choice.candidates] == [False, True]
-    assert choice.candidates[1].tokens_per_parameter == pytest.approx(0.36)
+    assert choice.candidates[1].tokens_per_parameter == pytest.approx(0.6)
 
 
 def test_the_corpus_size_moves_the_choice_through_repeats():
-    # middle at 0.6 steps/s: 720k tokens. Over a 10M-token corpus all of it counts (0.36 per
-    # parameter); over 20k tokens it is 36 passes, worth 20k * (1 + 15.4 (1 - e^(-35/15.4)))
-    # = 296k, 0.15 per parameter: the narrow set, which sees 1.44M tokens (0.33 per parameter
-    # after its own discount of 72 passes), is trained.
-    rates = {"narrow": 1.2, "middle": 0.6, "wide": 0.2}
+    # middle at 1.0 steps/s: 1.2M tokens. Over a 10M-token corpus all of it counts (0.6 per
+    # parameter); over 40k tokens it is 30 passes, worth 40k * (1 + 15.4 (1 - e^(-29/15.4)))
+    # = 562k, 0.28 per parameter: the narrow set, which sees 2.4M tokens (60 passes, worth
+    # 643k: 0.64 per parameter), is trained.
+    rates = {"narrow": 2.0, "middle": 1.0, "wide": 0.2}
     big = model_choice.choose(LADDER, _measure(rates), lambda n: 1200.0, 10**7)
-    small = model_choice.choose(LADDER, _measure(rates), lambda n: 1200.0, 20_000)
+    small = model_choice.choose(LADDER, _measure(rates), lambda n: 1200.0, 40_000)
     assert big.hparams_set == "middle"
-    assert small.hparams_set == "narrow"
-    narrow = small.candidates[-1]
-    assert narrow.passes == pytest.approx(72.0)
+    assert small.hparams_set == "narrow" and small.candidates[-1].enough
+    middle, narrow = small.candidates[1:]
+    assert middle.passes == pytest.approx(30.0)
+    assert middle.tokens_per_parameter == pytest.approx(
+        40_000 * (1 + 15.4 * (1 - math.exp(-29 / 15.4))) / 2e6
+    )
     assert narrow.tokens_per_parameter == pytest.approx(
-        20_000 * (1 + 15.4 * (1 - math.exp(-71 / 15.4))) / 1e6
+        40_000 * (1 + 15.4 * (1 - math.exp(-59 / 15.4))) / 1e6
     )
 
 
@@ -91,11 +94,11 @@ def test_none_reaching_the_bar_trains_the_narrowest_and_the_seconds_shrink_with_
     assert [c.seconds for c in choice.candidates] == [600.0, 598.0, 596.0]
     assert [c.steps for c in choice.candidates] == [6, 29, 59]
     line = choice.line()
-    assert line.startswith("model choice: narrow, none reaches 0.3 tokens per parameter")
+    assert line.startswith("model choice: narrow, none reaches 0.5 tokens per parameter")
     assert "wide (4.0M parameters, 0.01 steps/s): 6 steps" in line
     assert "probes took 6.0 s of the budget" in line
     record = choice.to_json()
-    assert record["hparams_set"] == "narrow" and record["tokens_per_parameter_needed"] == 0.3
+    assert record["hparams_set"] == "narrow" and record["tokens_per_parameter_needed"] == 0.5
     assert [c["hparams_set"] for c in record["candidates"]] == ["wide", "middle", "narrow"]
     assert record["candidates"][2]["expected_steps"] == 59
 
@@ -161,7 +164,7 @@ def test_without_minutes_the_default_is_tensor2tensors(tmp_path, monkeypatch):
 
 
 def test_the_choice_is_recorded_and_a_resumed_run_keeps_it(tmp_path, monkeypatch):
-    rates = {"narrow": 1.2, "middle": 0.6, "wide": 0.2}
+    rates = {"narrow": 2.0, "middle": 1.0, "wide": 0.2}
     choice = model_choice.choose(LADDER, _measure(rates), lambda n: 1200.0, 10**7)
     monkeypatch.setattr(model_probe, "choose_on_this_machine", lambda *a, **k: choice)
     config = _config(tmp_path)
@@ -169,7 +172,7 @@ def test_the_choice_is_recorded_and_a_resumed_run_keeps_it(tmp_path, monkeypatch
     assert chosen == model_probe.RunSet("middle", 0.0)
     recorded = model_probe.recorded_choice(config.output_dir)
     assert recorded["hparams_set"] == "middle"
-    assert [c["expected_steps"] for c in recorded["candidates"]] == [240, 720]
+    assert [c["expected_steps"] for c in recorded["candidates"]] == [240, 1200]
     # The clock's records keep the choice.
     clock = BudgetClock(20.0, 0.0, 10**6, _Clock())
     clock.record(config.output_dir, 100, 5000)
