@@ -3,7 +3,7 @@
     from t2t_lite import Translator
     Translator.from_run("runs/ende").translate(["Hello."])  # a run folder or an export
 
-`Translator` (t2t_lite.decode.runner) is imported when first read, so that importing the
+`Translator` (t2t_lite.decode.translator) is imported when first read, so that importing the
 package does not load TensorFlow.
 """
 

@@ -13,12 +13,15 @@ output_dir, named once here.
                              the checkpoints averaged (averaging.py)
       final/                 the model a budget run kept at its end, and choice.json saying why
                              (t2t_lite.train.final_choice)
-      budget.json            a budget run's minutes spent and steps expected (train/budget.py)
+      budget.json            a budget run's minutes spent and steps expected (train/budget.py),
+                             and the model the budget chose (train/model_probe.py)
       peak_rate.json         the budget run's learning-rate decisions (train/budget.py)
       dropout.json           the late-dropout decisions (train/late_dropout.py)
       search.json            the search settings a budget run tuned on dev at its end, which
                              the commands decode with unless flags say otherwise
                              (train/search_tuning.py)
+      confidence.json        t2t-calibrate's fit of the sentence confidence on the dev split
+                             (decode/confidence.py, which names it)
       adapter.json           an adapter run's rank and parent: its run folder, checkpoint and
                              the SHA-256 of its weights (adapter.py); its checkpoints then
                              hold the LoRA weights alone

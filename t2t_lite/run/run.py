@@ -45,7 +45,7 @@ def restore_model(
     output_dir: str, checkpoint: str | None = None
 ) -> tuple[Transformer, RunInfo, str]:
     """(model, run info, checkpoint path) with the weights of `checkpoint` (default: the newest
-    readable of output_dir/averaged and output_dir/checkpoints, unreadable newer ones skipped
+    readable of output_dir/final, averaged and checkpoints, unreadable newer ones skipped
     with a warning naming the file); the model part of `Run.restore`. A CheckpointError names
     the file when nothing is readable, or when a given `checkpoint` is unreadable."""
     info = RunInfo.load(output_dir)
@@ -143,7 +143,7 @@ class Run:
 
         Args:
           checkpoint: a checkpoint path or folder (its newest); default the newest readable of
-            averaged/ and checkpoints/ (damaged newer ones are skipped with a warning).
+            final/, averaged/ and checkpoints/ (damaged newer ones are skipped with a warning).
             Several, comma-separated (checkpoint paths or folders, or run folders for their
             newest), restore an `Ensemble` (t2t_lite.model.ensemble) as
             the model; `checkpoint` is then the paths joined by commas.
