@@ -6,6 +6,7 @@ hparams set a t2t-train without `--hparams_set` trains (`hparams_set_for_run`).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import time
@@ -37,21 +38,27 @@ def probe(name: str, problem, config: TrainConfig, strategy=None) -> model_choic
     config_for, hparams = loop.resolve_run(config, get_hparams(name, config.hparams_overrides))
     hparams = loop.resolved_precision(hparams)
     info = loop.run_info(problem, config_for, hparams, name)
-    trainer = Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size)
-    iterator = loop.training_stream(problem, config_for, hparams, strategy, 0)
+    held = {"trainer": Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size)}
+    held["iterator"] = loop.training_stream(problem, config_for, hparams, strategy, 0)
 
     def step() -> float:
-        return float(trainer.train_step(iterator)["target_tokens"].numpy())
+        return float(held["trainer"].train_step(held["iterator"])["target_tokens"].numpy())
 
     rate, tokens = model_choice.time_steps(step)
-    measured = model_choice.Measured(
+    parameters = parameter_count(held["trainer"].model)
+    # The model, its optimizer and the input pipeline hold reference cycles: freed now rather
+    # than at some later collection. (The process stays larger all the same: on lohelp en-de a
+    # run after three probes held 1.8 GB resident where one without them held 1.4; its steps
+    # were as fast.)
+    held.clear()
+    gc.collect()
+    return model_choice.Measured(
         name=name,
-        parameters=parameter_count(trainer.model),
+        parameters=parameters,
         steps_per_second=rate,
         tokens_per_step=tokens,
         seconds=time.monotonic() - started,
     )
-    return measured
 
 
 def choose_on_this_machine(problem, config: TrainConfig, strategy=None) -> model_choice.Choice:
