@@ -5,6 +5,7 @@ the choice recorded and kept by a resumed run, and an explicit --hparams_set win
 from __future__ import annotations
 
 import json
+import logging
 import math
 import types
 
@@ -249,7 +250,7 @@ def test_a_given_set_logs_what_the_budget_would_have_chosen(tmp_path, caplog):
     config = _config(tmp_path)
     hparams = get_hparams("transformer_budget_m")
     advice = model_probe.Advice(problem, config, "transformer_budget_m", hparams, 4000)
-    with caplog.at_level("INFO"):
+    with caplog.at_level(logging.INFO, logger="absl"):  # whatever earlier tests left
         advice.observe(900.0, None, 1200.0)  # the rate not settled yet: nothing
         assert not advice.done and "model choice" not in caplog.text
         advice.observe(1100.0, 0.8, 1200.0)
@@ -280,7 +281,7 @@ def test_a_run_of_a_given_set_logs_the_advice_once_its_rate_settles(tmp_path, mo
     problem.budget_ladder = ("transformer_tiny", "transformer_budget_xs")
     config = TrainConfig(str(tmp_path / "run"), "", train_minutes=0.3, eval_every=10**6)
     hparams = get_hparams("transformer_tiny")
-    with caplog.at_level("INFO"):
+    with caplog.at_level(logging.INFO, logger="absl"):  # whatever earlier tests left
         loop.train(problem, config, hparams, "transformer_tiny", advise=True)
     lines = [r.getMessage() for r in caplog.records if "model choice" in r.getMessage()]
     assert len(lines) == 1, lines

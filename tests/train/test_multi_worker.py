@@ -196,10 +196,13 @@ def test_a_time_budget_stops_every_worker_at_the_chiefs_step(tmp_path, data_dir)
         assert json.load(f)["chosen"] in ("last", "ema", "average", "best")
 
 
-def test_the_chief_chooses_the_model_for_every_worker(tmp_path):
+def test_the_chief_chooses_the_model_for_every_worker(tmp_path, monkeypatch):
     """Without --hparams_set the chief times the ladder and every worker trains its choice."""
     from t2t_lite import problems
+    from t2t_lite.train import model_choice
 
+    # (the usr_dir lowers the probe's minimum budget; this process gets it back afterwards)
+    monkeypatch.setattr(model_choice, "PROBE_MIN_MINUTES", model_choice.PROBE_MIN_MINUTES)
     usr_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "usr_two_rungs.py")
     problems.import_usr_dir(usr_dir)
     data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
