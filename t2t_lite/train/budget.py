@@ -179,6 +179,8 @@ class BudgetClock:
     ):
         self.budget_seconds = 60.0 * budget_minutes
         self.reserved_minutes = 0.0  # kept after training, for the search tuning
+        self._choice: dict | None = None  # budget.json's choice of model, read once (record)
+        self._choice_read = False
         self.spent_before = spent_seconds
         self.max_steps = max_steps
         self.clock = clock
@@ -254,11 +256,12 @@ class BudgetClock:
             "steps_per_second": round(rate, 3),
             "expected_steps": expected,
         }
-        if os.path.isfile(path):  # the choice of model, written before training
+        if not self._choice_read and os.path.isfile(path):  # written before training
             with open(path) as f:
-                choice = json.load(f).get(MODEL_CHOICE)
-            if choice is not None:
-                entries[MODEL_CHOICE] = choice
+                self._choice = json.load(f).get(MODEL_CHOICE)
+        self._choice_read = True
+        if self._choice is not None:
+            entries[MODEL_CHOICE] = self._choice
         atomic_io.write_json(path, entries)
         return (
             f"budget: {spent:.1f} of {budget:g} minutes spent, {rate:.2f} steps/s, "
