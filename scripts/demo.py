@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -27,6 +28,20 @@ PROBLEM = "translate_ende_lohelp"
 # best of the last, averaged and EMA weights at the end (docs/training.md); the vocabulary is
 # sized from the corpus (4000 pieces here). No hand-tuned overrides: `--hparams` is empty unless
 # given.
+# The run docs/demo.md shows, which the machine's own forecast is compared with: 15 minutes of
+# transformer_small's recipe (transformer_budget_m, the budget's choice there).
+DOCUMENTED = {
+    "sets": ("transformer_small", "transformer_budget_m"),
+    "steps": 4423,
+    "minutes": 15.0,
+    "bleu": 32.96,
+    "cpu": "an AMD EPYC with AVX-512 BF16, 2 cores",
+}
+# A machine this much slower than the documented one at the documented model is warned.
+SLOW = 0.5
+# docs/results.md: the demo at 15 minutes on a slow stand-in for an AVX2-only CPU, where
+# transformer_small ran 0.16x as fast as on the documented machine.
+SLOW_EXAMPLE = "17.41 where transformer_small ran at 0.16x"
 SENTENCES = [
     "Click the OK button to close the dialog.",
     "Select the cells that you want to copy.",
@@ -34,9 +49,9 @@ SENTENCES = [
 ]
 
 
-def run(command: list[str]) -> str:
+def run(command: list[str], on_line=None) -> str:
     """Runs a program from the virtual environment, echoing the command and its output (both
-    streams) as they come; returns the output."""
+    streams) as they come (and passing each line to `on_line`); returns the output."""
     print(f"\n$ {shlex.join(command)}", flush=True)
     program = os.path.join(BIN, command[0])
     lines = []
@@ -46,6 +61,8 @@ def run(command: list[str]) -> str:
         for line in process.stdout:
             print(line, end="", flush=True)
             lines.append(line)
+            if on_line is not None:
+                on_line(line)
     if process.returncode:
         sys.exit(f"demo: `{command[0]}` failed with exit code {process.returncode}")
     return "".join(lines)
@@ -86,14 +103,61 @@ def translate_with_saved_model(version_dir: str) -> list[str]:
     return [o.decode("utf-8") for o in outputs]
 
 
+def against_documented(budget: dict, minutes: float) -> list[str]:
+    """What this machine's forecast (budget.json, written by t2t-train once its step rate is
+    measured) says against the documented run: a line, and a warning with what to do when the
+    machine trains the documented model at under SLOW of the documented speed."""
+    forecast, doc = budget["forecast"], DOCUMENTED
+    lines = [
+        f"demo: this machine: about {forecast['expected_steps']:,} steps of "
+        f"{forecast['hparams_set']} in {minutes:g} minutes ({forecast['expected_passes']:.1f} "
+        f"passes, {forecast['tokens_per_parameter']:.2f} tokens per parameter); the documented "
+        f"run: {doc['steps']:,} steps of {doc['sets'][0]} in {doc['minutes']:g} minutes on "
+        f"{doc['cpu']}, test BLEU {doc['bleu']} (docs/demo.md)"
+    ]
+    timed = [forecast] + budget.get("model_choice", {}).get("candidates", [])
+    rates = [c["steps_per_second"] for c in timed if c["hparams_set"] in doc["sets"]]
+    documented_rate = doc["steps"] / (60.0 * doc["minutes"])
+    if rates:
+        speed = rates[0] / documented_rate
+        if speed >= SLOW:
+            return lines
+        needed = math.ceil(doc["minutes"] / speed / 5.0) * 5
+        lines.append(
+            f"demo: warning: this machine trains {doc['sets'][0]} at {rates[0]:.2f} steps/s, "
+            f"{speed:.2f}x the documented machine: expect a test BLEU well below {doc['bleu']} "
+            f"({SLOW_EXAMPLE}); the documented model's steps take about {needed} minutes here: "
+            f"make demo DEMO_ARGS=--train_minutes={needed}"
+        )
+    elif forecast["tokens_per_parameter"] < forecast["tokens_per_parameter_needed"]:
+        needed = forecast["minutes_needed"]
+        what = (
+            f"make demo DEMO_ARGS=--train_minutes={math.ceil(needed)}"
+            if needed
+            else "a narrower model: make demo DEMO_ARGS=--hparams_set=transformer_budget_xs"
+        )
+        lines.append(
+            f"demo: warning: {forecast['hparams_set']} is undertrained in {minutes:g} minutes "
+            f"on this machine: expect a test BLEU well below {doc['bleu']}; {what}"
+        )
+    return lines
+
+
 def train(args, data_dir: str, output_dir: str) -> dict:
-    """t2t-train with a budget of --train_minutes; it keeps the better model in final/."""
+    """t2t-train with a budget of --train_minutes; it keeps the better model in final/. Once
+    the run's forecast is out, the demo says how this machine compares with the documented one."""
     started = time.time()
     chosen = [f"--hparams_set={args.hparams_set}"] if args.hparams_set else []
+
+    def on_line(line: str) -> None:
+        if "budget forecast:" in line:
+            with open(os.path.join(output_dir, "budget.json")) as f:
+                print("\n".join(against_documented(json.load(f), args.train_minutes)), flush=True)
+
     log = run(["t2t-train", f"--problem={PROBLEM}", f"--data_dir={data_dir}",
                f"--output_dir={output_dir}", *chosen,
                f"--hparams={args.hparams}", f"--train_minutes={args.train_minutes}",
-               "--save_every=100", "--eval_every=1000", "--log_every=50"])  # fmt: skip
+               "--save_every=100", "--eval_every=1000", "--log_every=50"], on_line)  # fmt: skip
     rates = [float(r.replace(",", "")) for r in re.findall(r"([0-9,]+) tok/s", log)]
     return {
         "train_minutes": (time.time() - started) / 60,

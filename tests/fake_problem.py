@@ -15,6 +15,7 @@ class FakeReverse:
     """Inputs: random symbols 2..vocab_size-1 then EOS; targets: the symbols reversed then EOS."""
 
     name = "fake_reverse"
+    budget_ladder = ("transformer_tiny",)  # as Problem.budget_ladder, narrowest first
 
     def check_data_dir(self, data_dir: str, wanted_by: str = "--problem") -> None:
         """In-memory data: nothing to check."""

@@ -62,8 +62,10 @@ AVERAGED_SPAN = 0.1
 # few thousand steps changes fast; 0.995 averages over about the last 200 steps.
 DEFAULT_EMA_MOMENTUM = 0.995
 # budget.json's entry for the budget's choice of model (train/model_probe.py), which the clock's
-# records keep.
+# records keep, as they keep the forecast (train/forecast.py).
 MODEL_CHOICE = "model_choice"
+FORECAST = "forecast"
+KEPT_ENTRIES = (MODEL_CHOICE, FORECAST)
 
 
 def budget_hparams(hparams: HParams, train_minutes: float, overrides: str = "") -> HParams:
@@ -179,8 +181,8 @@ class BudgetClock:
     ):
         self.budget_seconds = 60.0 * budget_minutes
         self.reserved_minutes = 0.0  # kept after training, for the search tuning
-        self._choice: dict | None = None  # budget.json's choice of model, read once (record)
-        self._choice_read = False
+        self._kept: dict = {}  # budget.json's KEPT_ENTRIES (`keep`, and `record` reads them)
+        self._kept_read = False  # read once per process
         self.spent_before = spent_seconds
         self.max_steps = max_steps
         self.clock = clock
@@ -242,6 +244,10 @@ class BudgetClock:
         (t0, s0), (t1, s1) = self.samples[0], self.samples[-1]
         return (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
 
+    def keep(self, name: str, value: dict) -> None:
+        """Sets budget.json's entry `name` (one of KEPT_ENTRIES) from the next record on."""
+        self._kept[name] = value
+
     def record(self, output_dir: str, step: int, expected: int) -> str:
         """Writes output_dir/budget.json (minutes spent, rate, steps expected); returns the
         line to log."""
@@ -256,12 +262,13 @@ class BudgetClock:
             "steps_per_second": round(rate, 3),
             "expected_steps": expected,
         }
-        if not self._choice_read and os.path.isfile(path):  # written before training
+        if not self._kept_read and os.path.isfile(path):
+            # written before training (the choice of model) or by an earlier process of the run
             with open(path) as f:
-                self._choice = json.load(f).get(MODEL_CHOICE)
-        self._choice_read = True
-        if self._choice is not None:
-            entries[MODEL_CHOICE] = self._choice
+                earlier = json.load(f)
+            self._kept = {k: earlier[k] for k in KEPT_ENTRIES if k in earlier} | self._kept
+        self._kept_read = True
+        entries.update(self._kept)
         atomic_io.write_json(path, entries)
         return (
             f"budget: {spent:.1f} of {budget:g} minutes spent, {rate:.2f} steps/s, "

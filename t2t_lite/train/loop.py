@@ -36,9 +36,9 @@ from t2t_lite.train import search_tuning
 from t2t_lite.train.budget import BudgetPolicy, budget_hparams
 from t2t_lite.train.config import ConflictingRunError, TrainConfig
 from t2t_lite.train.consensus import Consensus
+from t2t_lite.train.forecast import Forecast
 from t2t_lite.train.init_from import initialize_from, prepare_adapter
 from t2t_lite.train.late_dropout import LateDropout, dropout_hparams
-from t2t_lite.train.model_probe import Advice
 from t2t_lite.train.step import Trainer
 from t2t_lite.train.step_loop import StepLoop
 
@@ -136,8 +136,8 @@ def train(
 
     `spent_seconds`: budget seconds spent before training (the budget's choice of model,
     train/model_probe.py), counted against a new run's `train_minutes`; `advise`: the set was
-    given, so with `train_minutes` the run logs what the budget would have chosen
-    (model_probe.Advice).
+    given, so with `train_minutes` the run's forecast also says what the budget would have
+    chosen (train/forecast.py).
 
     Returns the last evaluation's metrics (with "step"). Raises NonFiniteError, CheckpointError,
     ConflictingRunError or TrainingInterrupted, with messages naming the step, file or flag.
@@ -158,7 +158,6 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before
     """`train` once the output_dir is this process's to write; `before`: (spent_seconds,
     advise) of `train`."""
     spent_seconds, advise = before
-    """`train` once the output_dir is this process's to write."""
     info = run_info(problem, config, hparams, hparams_set)
     earlier_run = os.path.exists(os.path.join(config.output_dir, RUN_INFO_FILE))
     if chief:
@@ -202,10 +201,10 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before
     if trainer.late_dropout is not None:
         train_tokens = problem.train_tokens(config.data_dir)
         late = LateDropout(trainer, train_tokens, config.output_dir, chief)
-    advice = None
-    if advise and chief and config.train_minutes:
-        advice = Advice(problem, config, hparams_set, hparams, info.vocab_size)
-    loop = StepLoop(problem, config, trainer, keeper, strategy, chief, limits, late, advice)
+    forecast = None
+    if chief and config.train_minutes and not config.lora_rank:
+        forecast = Forecast(problem, config, (hparams_set, hparams), info.vocab_size, advise)
+    loop = StepLoop(problem, config, trainer, keeper, strategy, chief, limits, late, forecast)
     limits.start(start)
     with cluster.lost_workers(workers > 1, lambda: keeper.manager.latest_checkpoint):
         if trainer.budget is not None and limits.expired():

@@ -19,11 +19,12 @@ from tensorflow.core.framework import summary_pb2
 
 from t2t_lite.hparams import HParams
 from t2t_lite.model import lora
+from t2t_lite.model.ensemble import parameter_count
 from t2t_lite.run.checkpoints import BestKeeper
 from t2t_lite.run.layout import SUMMARIES_DIR
 from t2t_lite.runtime.progress import ProgressLog
 from t2t_lite.train import final_choice, search_tuning
-from t2t_lite.train.budget import BudgetPolicy
+from t2t_lite.train.budget import FORECAST, BudgetPolicy
 from t2t_lite.train.config import (
     METRIC_DIRECTIONS,
     NonFiniteError,
@@ -60,13 +61,13 @@ class StepLoop:
     """The step loop with its periodic saves, evaluations, summaries and progress lines."""
 
     def __init__(
-        self, problem, config, trainer, keeper, strategy, chief, limits, late=None, advice=None
+        self, problem, config, trainer, keeper, strategy, chief, limits, late=None, forecast=None
     ):
         self.problem, self.config, self.trainer = problem, config, trainer
         self.keeper, self.strategy, self.chief = keeper, strategy, chief
         self.limits: BudgetPolicy = limits  # the deadline, steps expected, budget schedule
         self.late: LateDropout | None = late  # dropout_passes > 0 (train/late_dropout.py)
-        self.advice = advice  # a given set's budget choice to log (train/model_probe.py)
+        self.forecast = forecast  # what the budget will buy, said once (train/forecast.py)
         self.dev = _dev_dataset(problem, config, trainer.hparams, strategy)
         higher = METRIC_DIRECTIONS[config.best_metric]
         self.best = BestKeeper(
@@ -145,11 +146,24 @@ class StepLoop:
         if self.late is not None:
             expected = agreed.expected if agreed.settled else None
             self.late.observe(step, result["target_tokens"], expected)
-        if self.advice is not None:
-            clock = self.limits.clock
-            rate = clock.steps_per_second() if agreed.settled else None
-            self.advice.observe(float(result["target_tokens"]), rate, clock.budget_seconds)
+        if self.forecast is not None:
+            self._forecast(step, float(result["target_tokens"]), agreed)
         return agreed
+
+    def _forecast(self, step: int, target_tokens: float, agreed: Agreed) -> None:
+        """Counts the step's target tokens; once the rate is settled, the forecast is logged and
+        kept in budget.json (first: a script reading the log then finds it there)."""
+        clock = self.limits.clock
+        rate = clock.steps_per_second() if agreed.settled else None
+        parameters = parameter_count(self.trainer.model) if rate else 0
+
+        def keep(record: dict) -> None:
+            clock.keep(FORECAST, record)
+            clock.record(self.config.output_dir, step, agreed.expected)
+
+        self.forecast.observe(
+            target_tokens, rate, agreed.expected, parameters, clock.budget_seconds, keep
+        )
 
     def finish(self, step: int) -> None:
         """The end of a budget: keeps the best of the last, averaged, EMA and best weights, then
