@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow lint demo demo-student demo-parse install clean bench bench-envs
+.PHONY: test test-slow lint demo demo-student demo-parse install clean bench bench-envs docs-outputs
 
 install: $(STAMP)
 
@@ -41,6 +41,11 @@ lint: $(STAMP)
 	$(PY) -m pip install -q --no-deps --no-build-isolation --target $(LINT_DIR) .
 	cd $(LINT_DIR) && PYTHONPATH=. ../../$(VENV)/bin/lint-imports --no-cache \
 		--config ../../pyproject.toml
+
+# The README's quick-start output and docs/tour.md's, remade by running their commands (about
+# 4 minutes; on an idle machine, since they show step rates).
+docs-outputs: $(STAMP)
+	$(PY) scripts/docs_outputs.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -120,3 +120,24 @@ def test_the_flag_check_catches_a_wrong_flag(text):
     assert not _defined("no_such_flag", _flags_of("t2t-decode"))
     assert _defined("output_dir", _flags_of("t2t-decode"))
     assert _defined("nojit_compile", _flags_of("t2t-decode"))  # absl's --noX of a boolean
+
+
+def test_every_printed_output_is_made_by_the_script_and_names_a_module_that_logs():
+    """The README's and the tour's printed outputs are written by scripts/docs_outputs.py
+    (`make docs-outputs`), which runs their commands; each marked block is one it makes, and
+    each log line's `file.py]` names a module of the package that logs."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import docs_outputs
+
+    marked = [n for page in docs_outputs.PAGES for n in docs_outputs.marked_blocks(page)]
+    assert "quick-start" in marked and "tour-train" in marked, marked
+    assert sorted(marked) == sorted(docs_outputs.NAMES), "a marked block the script does not make"
+    sources = {p.name: p for d in ("t2t_lite", "bin", "problems") for p in (REPO / d).rglob("*.py")}
+    stale = []
+    for page in docs_outputs.PAGES:
+        for _, body in docs_outputs.MARKER.findall(page.read_text(encoding="utf-8")):
+            for file in re.findall(r"^([\w]+\.py)\] ", body, re.M):
+                source = sources.get(file)
+                if source is None or "logging." not in source.read_text(encoding="utf-8"):
+                    stale.append(f"{page.name}: {file}")
+    assert not stale, stale
