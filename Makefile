@@ -4,15 +4,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow lint demo demo-student demo-parse install clean bench bench-envs docs-outputs
+.PHONY: test test-slow lint demo demo-student demo-parse install clean bench bench-envs docs-outputs docs
 
 install: $(STAMP)
 
-# Every extra (pyproject.toml, [project.optional-dependencies]) and the test tools.
+# Every extra (pyproject.toml, [project.optional-dependencies]), the test tools and the docs site's.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[all,test]'
+	$(PY) -m pip install -q -e '.[all,test,docs]'
 	touch $(STAMP)
 
 # The fast tier on two workers (a test file stays on one worker, so its module fixtures are
@@ -47,8 +47,19 @@ lint: $(STAMP)
 docs-outputs: $(STAMP)
 	$(PY) scripts/docs_outputs.py
 
+# The documentation site in site/ (mkdocs.yml), offline: the guides, and the API reference from
+# the docstrings of an installed copy (build/docs, where problems/, hparams/ and bin/ sit inside
+# t2t_lite/ as [tool.setuptools] maps them). Strict: a broken link or anchor, or a symbol the
+# reference names that is gone, fails it. tests/test_site.py builds it too.
+DOCS_DIR := build/docs
+
+docs: $(STAMP)
+	rm -rf $(DOCS_DIR)
+	$(PY) -m pip install -q --no-deps --no-build-isolation --target $(DOCS_DIR) .
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info
 
 # The whole path on the real offline corpus (see docs/demo.md); resumable.
 demo: $(STAMP)

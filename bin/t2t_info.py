@@ -4,6 +4,7 @@
   t2t-info --hparams_set=transformer_base --hparams=num_heads=16 --vocab_size=32000 --length=64
   t2t-info --list
   t2t-info --train_minutes=20 --data_dir=D
+  t2t-info --version
 
 Prints the resolved hparams as JSON, the trainable parameter count and the forward FLOPs. With
 --train_minutes and --data_dir, the hparams set t2t-train would choose for that budget on this
@@ -26,9 +27,28 @@ flags.DEFINE_boolean("list", False, "List the registered hparams sets and proble
 flags.DEFINE_float("train_minutes", 0.0, "With --data_dir: the budget's choice of model for it.")
 flags.DEFINE_string("data_dir", None, "A t2t-datagen folder, for --train_minutes.")
 flags.DEFINE_string("problem", None, "For --train_minutes; default: the one data_dir is for.")
+flags.DEFINE_boolean(
+    "version", False, "Print t2t_lite's version and those it runs on (TensorFlow, Keras, Python)."
+)
+
+
+def version_line() -> str:
+    """t2t_lite's version, and the installed TensorFlow's, Keras' and Python's (read from the
+    installed packages' metadata: TensorFlow is not loaded)."""
+    import platform
+    from importlib import metadata
+
+    import t2t_lite
+
+    parts = [f"{name} {metadata.version(name.lower())}" for name in ("TensorFlow", "Keras")]
+    parts.append(f"Python {platform.python_version()}")
+    return f"t2t_lite {t2t_lite.__version__} ({', '.join(parts)})"
 
 
 def main() -> None:
+    if FLAGS.version:
+        print(version_line())
+        return
     from t2t_lite.train.info import describe, list_registries  # TensorFlow: after --help
 
     if FLAGS.list:

@@ -7,7 +7,8 @@
 package does not load TensorFlow.
 """
 
-__version__ = "0.1.0"
+# The one place of the version (pyproject.toml reads it); CHANGELOG.md says what each changed.
+__version__ = "0.2.0"
 
 
 def __getattr__(name: str):

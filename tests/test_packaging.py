@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import email
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,10 @@ else:  # the test extra installs tomli there
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
-DIST_INFO = "t2t_lite-0.1.0.dist-info"
+VERSION = re.search(
+    r'^__version__ = "(.+)"$', (REPO / "t2t_lite" / "__init__.py").read_text(), re.M
+).group(1)
+DIST_INFO = f"t2t_lite-{VERSION}.dist-info"
 
 
 def _package_folders() -> dict[str, Path]:
@@ -97,7 +101,7 @@ def wheel(tmp_path_factory) -> Path:
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     # No setuptools warning about the page's folder (a data-only package it must be told of).
     assert "Package would be ignored" not in built.stdout + built.stderr, built.stderr[-3000:]
-    (path,) = (source / "tmp").glob("t2t_lite-0.1.0-*.whl")
+    (path,) = (source / "tmp").glob(f"t2t_lite-{VERSION}-*.whl")
     return path
 
 
@@ -118,10 +122,11 @@ def test_wheel_metadata(wheel):
     metadata = email.message_from_bytes(archive.read(f"{DIST_INFO}/METADATA"))
     assert metadata["License-Expression"] == "Apache-2.0"
     assert metadata["Requires-Python"] == ">=3.10"
+    assert metadata["Version"] == VERSION
     extras = set(metadata.get_all("Provides-Extra"))
     assert extras == {
         *("wmt", "viz", "tensorboard", "serve", "ctranslate2", "grpc", "calibrate", "litert"),
-        *("all", "test"),
+        *("all", "test", "docs"),
     }
     requires = metadata.get_all("Requires-Dist")
     core = [r for r in requires if "extra ==" not in r]

@@ -72,7 +72,7 @@ class ExportedTranslator:
         self.max_nbest = int(self.info.get("settings", {}).get("nbest", 1))
 
     def search(self, lines: Sequence[str], nbest: int = 1) -> tuple[list, list, list[bool]]:
-        """(texts [lines][nbest], scores [lines][nbest], truncated [lines]) of the export's
+        """(texts `[lines][nbest]`, scores `[lines][nbest]`, truncated `[lines]`) of the export's
         search; `nbest` up to the export's (t2t-export --nbest)."""
         if not 1 <= nbest <= self.max_nbest:
             raise ValueError(f"nbest={nbest} must be in [1, {self.max_nbest}] for {self.path}")
