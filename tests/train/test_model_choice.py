@@ -5,7 +5,6 @@ the choice recorded and kept by a resumed run, and an explicit --hparams_set win
 from __future__ import annotations
 
 import json
-import logging
 import math
 import types
 
@@ -240,4 +239,3 @@ def test_a_budget_run_without_a_set_trains_its_choice_and_a_rerun_keeps_it(tmp_p
     assert model_probe.hparams_set_for_run(problem, config, None) == model_probe.RunSet(
         "transformer_tiny"
     )
-
