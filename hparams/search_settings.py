@@ -13,7 +13,7 @@ from typing import Any
 
 # What `--quantize` takes (t2t_lite.model.quantize): "none" keeps the checkpoint's float weights.
 QUANTIZE_MODES = ("none", "int8")
-# What a vocabulary shortlist's stored table keeps (t2t_lite.decode.shortlist); `--shortlist`
+# What a vocabulary shortlist's stored table keeps (t2t_lite.data.shortlist); `--shortlist`
 # takes at most these many frequent ids and translations per source id.
 KEEP_FREQUENT = 2000
 KEEP_PER_SOURCE = 100
@@ -38,7 +38,7 @@ class SearchSettings:
       greedy search. The same seed gives the same samples for the same batch. An export's
       `sample` signature uses temperature, top_k and top_p, with the seed as its input.
     shortlist: (frequent, per_source) of a vocabulary shortlist (`t2t-decode
-      --shortlist=100,50`, t2t_lite.decode.shortlist): each batch searched over the reserved
+      --shortlist=100,50`, t2t_lite.data.shortlist): each batch searched over the reserved
       ids, the `frequent` most frequent target ids and the `per_source` best translations of
       each of its source ids; (0, 0) searches the whole vocabulary.
     """

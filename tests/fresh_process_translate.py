@@ -1,5 +1,6 @@
-"""Run by tests/test_export.py in a fresh process: `import tensorflow_text`, load the SavedModel
-and translate, as a user or another service would, with nothing of t2t_lite imported.
+"""Run by tests/serve/test_export.py in a fresh process: `import tensorflow_text`, load the
+SavedModel and translate, as a user or another service would, with nothing of t2t_lite
+imported.
 
     python fresh_process_translate.py SAVED_MODEL_DIR LINES_FILE
 

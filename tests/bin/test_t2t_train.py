@@ -1,5 +1,5 @@
 """t2t-train and t2t-avg-checkpoints as a user runs them (a resumed run with other flags:
-tests/test_training.py)."""
+tests/train/test_training.py)."""
 
 import json
 import os

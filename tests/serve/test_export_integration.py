@@ -25,7 +25,7 @@ SEARCH = ("--beam_size=2", "--alpha=0.6")
 
 @pytest.fixture(autouse=True)
 def _seed():
-    """No reseeding (see tests/test_export.py): the SavedModel is loaded during the test."""
+    """No reseeding (see tests/serve/test_export.py): the SavedModel is loaded during the test."""
     yield
 
 
