@@ -130,7 +130,14 @@ def tokenized_bleu(
 def bleu_files(
     translation: str, references: Sequence[str], tokenize: str = "13a"
 ) -> tuple[BleuResult, BleuResult]:
-    """(sacre_bleu, tokenized_bleu) of a translation file against reference files.
+    """(sacre_bleu, tokenized_bleu) of a translation file against reference files (`read_files`
+    says what is refused)."""
+    hypotheses, streams = read_files(translation, references)
+    return sacre_bleu(hypotheses, streams, tokenize), tokenized_bleu(hypotheses, streams)
+
+
+def read_files(translation: str, references: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """(hypotheses, reference streams) of a translation file and reference files.
 
     Raises:
       ValueError: when a reference has a different number of lines (naming both files and both
@@ -146,7 +153,7 @@ def bleu_files(
                 "BLEU needs one reference line per translation line"
             )
         streams.append(lines)
-    return sacre_bleu(hypotheses, streams, tokenize), tokenized_bleu(hypotheses, streams)
+    return hypotheses, streams
 
 
 def format_bleu(sacre: BleuResult, tokenized: BleuResult) -> str:

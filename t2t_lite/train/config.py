@@ -21,7 +21,11 @@ METRIC_DIRECTIONS = {
     "dev_perplexity": False,
     "dev_accuracy": True,
     "dev_bleu": True,
+    "dev_chrf": True,
+    "dev_ter": False,
 }
+# Those scored on decoded dev sentences, which need --bleu_examples.
+DECODED_METRICS = ("dev_bleu", "dev_chrf", "dev_ter")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,8 +87,8 @@ class TrainConfig:
                 "--init_optimizer: an adapter run (--lora_rank) trains new weights, so it has "
                 "no optimizer state to take from its parent; drop one of the two flags"
             )
-        if self.best_metric == "dev_bleu" and not self.bleu_examples:
-            raise ValueError("--best_metric=dev_bleu needs --bleu_examples > 0")
+        if self.best_metric in DECODED_METRICS and not self.bleu_examples:
+            raise ValueError(f"--best_metric={self.best_metric} needs --bleu_examples > 0")
 
     @property
     def step_limit(self) -> int:

@@ -1,5 +1,6 @@
-"""Evaluation during training: dev loss, perplexity and token accuracy, and optionally sacreBLEU
-of greedy decoding on a dev subset, decoded and scored as t2t-decode and t2t-bleu do."""
+"""Evaluation during training: dev loss, perplexity and token accuracy, and optionally sacreBLEU's
+BLEU, chrF and TER of greedy decoding on a dev subset, decoded and scored as t2t-decode and
+t2t-bleu do."""
 
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ import tensorflow as tf
 
 from t2t_lite.data import trim_ids
 from t2t_lite.decode.translator import Translator
-from t2t_lite.metrics.bleu import sacre_bleu
+from t2t_lite.metrics.scores import corpus_scores
 from t2t_lite.train.step import sum_stats
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+# The scores of decoded dev sentences (--bleu_examples), as dev_NAME.
+DEV_SCORES = ("bleu", "chrf", "ter")
 
 
 def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[str, float]:
     """Metrics over the dev split (or its first `config.eval_batches` batches per pipeline);
-    dev_bleu too when `bleu` and config.bleu_examples.
+    dev_bleu, dev_chrf and dev_ter too when `bleu` and config.bleu_examples.
 
     dev_loss is the mean negative log-likelihood per target token (exp of it is the perplexity);
     dev_smoothed_loss the label-smoothed one that training minimizes.
@@ -34,8 +37,10 @@ def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[s
     # Capped at float32's largest value: a diverged run's summaries and logs stay finite.
     metrics["dev_perplexity"] = min(math.exp(min(metrics["dev_loss"], 700.0)), FLOAT32_MAX)
     if bleu and config.bleu_examples:
-        metrics["dev_bleu"] = dev_bleu(
-            trainer.model, trainer.hparams, problem, config, local_strategy(trainer.strategy)
+        metrics.update(
+            dev_scores(
+                trainer.model, trainer.hparams, problem, config, local_strategy(trainer.strategy)
+            )
         )
     return {k: float(v) for k, v in metrics.items()}
 
@@ -69,7 +74,13 @@ def dev_texts(problem, data_dir: str, hparams, count: int) -> tuple[list[str], l
 
 
 def dev_bleu(model, hparams, problem, config, strategy=None) -> float:
-    """sacreBLEU (`t2t_lite.metrics.bleu`) of greedy decoding of the first
+    """sacreBLEU's BLEU of greedy decoding of the dev subset (`dev_scores`)."""
+    return dev_scores(model, hparams, problem, config, strategy)["dev_bleu"]
+
+
+def dev_scores(model, hparams, problem, config, strategy=None) -> dict[str, float]:
+    """dev_bleu, dev_chrf and dev_ter (sacreBLEU: t2t_lite.metrics.scores) of greedy decoding of
+    the first
     `config.bleu_examples` dev examples, decoded as t2t-decode decodes: its `Translator`, with
     the problem's search settings at beam 1 and alpha 0 (the cheapest search, which the
     budget's end-of-run choice was measured with), its decoding constraint and its
@@ -88,4 +99,5 @@ def dev_bleu(model, hparams, problem, config, strategy=None) -> float:
     names = [f"dev example {i + 1}" for i in range(len(sources))]
     found = translator.hypotheses(sources, names, log_progress=False)
     hypotheses = [hyps[0].text if hyps else "" for hyps in found]
-    return sacre_bleu(hypotheses, [references]).bleu
+    scored = corpus_scores(hypotheses, [references], DEV_SCORES)
+    return {f"dev_{s.name}": s.score for s in scored}

@@ -90,9 +90,8 @@ def choose_final(
         path = checkpoints.save_model_checkpoint(model, final, step)
     _load(model, last)
     others = ", ".join(f"{k} {v:.4f}" for k, v in scores.items() if k != chosen)
-    which = (
-        f"{'highest' if sign < 0 else 'lowest'} {metric.replace('_', ' ').replace('bleu', 'BLEU')}"
-    )
+    label = {"dev_bleu": "dev BLEU", "dev_chrf": "dev chrF", "dev_ter": "dev TER"}
+    which = f"{'highest' if sign < 0 else 'lowest'} {label.get(metric, metric.replace('_', ' '))}"
     record = {
         "step": step,
         "chosen": chosen,

@@ -26,13 +26,14 @@ from t2t_lite.runtime.progress import ProgressLog
 from t2t_lite.train import final_choice, search_tuning
 from t2t_lite.train.budget import FORECAST, BudgetPolicy
 from t2t_lite.train.config import (
+    DECODED_METRICS,
     METRIC_DIRECTIONS,
     NonFiniteError,
     TrainConfig,
     TrainingInterrupted,
 )
 from t2t_lite.train.consensus import Agreed
-from t2t_lite.train.evaluation import FLOAT32_MAX, dev_bleu, evaluate, local_strategy
+from t2t_lite.train.evaluation import FLOAT32_MAX, dev_scores, evaluate, local_strategy
 from t2t_lite.train.late_dropout import LateDropout
 from t2t_lite.train.stop_signal import StopSignal
 
@@ -183,10 +184,14 @@ class StepLoop:
             examples = self.config.bleu_examples or final_choice.BLEU_EXAMPLES
             config = dataclasses.replace(self.config, bleu_examples=examples)
             local = local_strategy(self.strategy)
-            score = functools.partial(
-                dev_bleu, self.trainer.model, self.trainer.hparams, self.problem, config, local
+            # dev_bleu, unless the run keeps its best by another decoded score (chrF, TER)
+            metric = config.best_metric if config.best_metric in DECODED_METRICS else "dev_bleu"
+            scores = functools.partial(
+                dev_scores, self.trainer.model, self.trainer.hparams, self.problem, config, local
             )
-            final_choice.choose_final(self.trainer, config.output_dir, step, score, "dev_bleu")
+            final_choice.choose_final(
+                self.trainer, config.output_dir, step, lambda: scores()[metric], metric
+            )
             return
         # Every worker takes part in the dev loss's collectives; the chief writes.
         final_choice.choose_final(

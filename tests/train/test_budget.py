@@ -396,9 +396,12 @@ def test_linear_budget_without_minutes_decays_to_zero_at_train_steps(tmp_path, d
     assert choice["step"] == 40 and set(choice["dev_loss"]) == {"last", "ema", "average"}
 
 
-def test_a_problem_scored_by_bleu_keeps_the_model_with_the_best_dev_bleu(tmp_path):
+@pytest.mark.parametrize("metric", ["dev_bleu", "dev_ter"])
+def test_a_problem_scored_by_bleu_keeps_the_model_with_the_best_decoded_score(tmp_path, metric):
+    """The end of a budget keeps the best of its candidates by dev BLEU, or by the decoded
+    score the run keeps its best by (--best_metric=dev_ter: the lowest)."""
     from t2t_lite import problems
-    from t2t_lite.train.evaluation import dev_bleu
+    from t2t_lite.train.evaluation import dev_scores
 
     data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
     problem = problems.get_problem("algorithmic_reverse")
@@ -409,18 +412,22 @@ def test_a_problem_scored_by_bleu_keeps_the_model_with_the_best_dev_bleu(tmp_pat
     overrides = "learning_rate_schedule=linear_budget,warmup_steps=20,ema_momentum=0.9"
     hparams = get_hparams("transformer_tiny", overrides)
     cfg = config(out, 150, save_every=30, eval_every=10**6)
+    if metric != "dev_bleu":
+        cfg = dataclasses.replace(cfg, best_metric=metric, bleu_examples=40)
     training.train(problem, dataclasses.replace(cfg, data_dir=data_dir), hparams, "tiny")
     choice = final_choice.recorded_choice(out)
-    assert choice["metric"] == "dev_bleu" and set(choice["dev_bleu"]) == {"last", "ema", "average"}
-    scores = choice["dev_bleu"]
-    assert scores[choice["chosen"]] == max(scores.values()) and 0.0 < max(scores.values()) <= 100
+    assert choice["metric"] == metric and set(choice[metric]) == {"last", "ema", "average"}
+    scores = choice[metric]
+    best = max if metric == "dev_bleu" else min
+    assert scores[choice["chosen"]] == best(scores.values()) and 0.0 <= best(scores.values())
     # The kept model, read back as t2t-decode reads it, scores what choice.json says.
     model = Transformer.from_hparams(hparams, problem.tokenizer(data_dir).vocab_size)
     model.build()
     checkpoints.restore_model_weights(model, os.path.join(out, FINAL_DIR, "ckpt-150"))
-    bleu_config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=final_choice.BLEU_EXAMPLES)
-    bleu = dev_bleu(model, hparams, problem, bleu_config)
-    assert bleu == pytest.approx(scores[choice["chosen"]])
+    examples = cfg.bleu_examples or final_choice.BLEU_EXAMPLES
+    score_config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=examples)
+    score = dev_scores(model, hparams, problem, score_config)[metric]
+    assert score == pytest.approx(scores[choice["chosen"]])
 
 
 def test_no_step_limit_only_with_minutes():

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from t2t_lite.decode.search import SearchResult
 from t2t_lite.hparams import get_hparams
-from t2t_lite.train.evaluation import dev_bleu, dev_texts
+from t2t_lite.train.evaluation import dev_bleu, dev_scores, dev_texts
 
 
 def _fake_search(reverse: bool):
@@ -61,10 +61,15 @@ def test_dev_bleu_scores_decoded_dev_examples(reverse_data, monkeypatch, reverse
     model = types.SimpleNamespace(max_positions=256, vocab_size=vocab_size)
     config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=25)
     score = dev_bleu(model, get_hparams("transformer_tiny"), problem, config)
+    scores = dev_scores(model, get_hparams("transformer_tiny"), problem, config)
+    assert scores["dev_bleu"] == score
     if reverse:
         assert score == pytest.approx(100.0)
+        assert scores["dev_chrf"] == pytest.approx(100.0) and scores["dev_ter"] == 0.0
     else:
         assert 0.0 < score < 60.0
+        # the targets' symbols, unreversed: every character there, in another order
+        assert 0.0 < scores["dev_chrf"] < 100.0 and scores["dev_ter"] > 0.0
 
 
 def test_dev_bleu_splits_its_batches_over_the_replicas_as_t2t_decode_does(tmp_path):
@@ -122,3 +127,11 @@ def test_dev_bleu_equals_t2t_decode_and_t2t_bleu(tmp_path):
     sacre = float(scored.stdout.split()[0])
     assert logged > 10.0, logged  # the model has learned something: the check is not 0 == 0
     assert sacre == pytest.approx(round(logged, 2), abs=0.006), (sacre, logged)
+
+
+def test_a_decoded_best_metric_needs_decoded_examples():
+    from t2t_lite.train.config import TrainConfig
+
+    with pytest.raises(ValueError, match="--best_metric=dev_chrf needs --bleu_examples > 0"):
+        TrainConfig("out", "data", best_metric="dev_chrf")
+    assert TrainConfig("out", "data", best_metric="dev_ter", bleu_examples=10).bleu_examples == 10
