@@ -4,10 +4,15 @@
     Translator.from_run("runs/ende").translate(["Hello."])  # a run folder or an export
 
 `Translator` (t2t_lite.decode.translator) is imported when first read, so that importing the
-package does not load TensorFlow.
+package does not load TensorFlow. TensorFlow's start-up lines (absl's, oneDNN's, the CPU and
+CUDA notes) are held back when it loads (`t2t_lite.runtime.tensorflow_start`).
 """
 
+from t2t_lite.runtime import tensorflow_start
+
 __version__ = "0.1.0"
+
+tensorflow_start.hold_startup_lines()
 
 
 def __getattr__(name: str):
