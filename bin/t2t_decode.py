@@ -46,6 +46,7 @@ flags.DEFINE_enum(
 
 
 def main() -> None:
+    run_flags.check_run_flags(FLAGS.nbest)  # before TensorFlow loads
     from t2t_lite.decode.runner import DecodeConfig, run_decode  # TensorFlow: not for --help
 
     config = DecodeConfig(

@@ -29,6 +29,10 @@ flags.DEFINE_string("problem", None, "For --train_minutes; default: the one data
 
 
 def main() -> None:
+    from t2t_lite.hparams import get_hparams
+
+    if not (FLAGS.list or FLAGS.train_minutes or FLAGS.data_dir):
+        get_hparams(FLAGS.hparams_set, FLAGS.hparams)  # an unknown set: before TensorFlow loads
     from t2t_lite.train.info import describe, list_registries  # TensorFlow: after --help
 
     if FLAGS.list:
