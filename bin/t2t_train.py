@@ -70,7 +70,9 @@ def main() -> None:
     from t2t_lite.hparams import get_hparams
 
     if not FLAGS.usr_dir:  # before TensorFlow loads (a usr_dir's problems register below)
-        _check_hparams(problems.get_problem(FLAGS.problem))
+        problem = problems.get_problem(FLAGS.problem)
+        problem.check_data_dir(FLAGS.data_dir)  # not another problem's data
+        _check_hparams(problem)
     from t2t_lite.train import loop as training  # TensorFlow: after the flags are checked
     from t2t_lite.train.model_probe import hparams_set_for_run
 

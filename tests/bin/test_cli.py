@@ -292,6 +292,10 @@ def test_mistakes_that_need_no_model_are_refused_before_tensorflow_loads(run_dir
         ("t2t_train", ["--problem=algorithmic_copy", f"--data_dir={tmp_path}",
                        f"--output_dir={tmp_path / 'out'}", "--hparams_set=transformer_tny"],
          "--hparams_set/--hparams: unknown hparams set 'transformer_tny'; did you mean"),
+        ("t2t_train", ["--problem=algorithmic_reverse", f"--data_dir={run_dir / 'data'}",
+                       f"--output_dir={tmp_path / 'out'}", "--hparams_set=transformer_tiny"],
+         f"--problem is algorithmic_reverse, but {run_dir / 'data'}/metadata.json holds data for "
+         "algorithmic_copy"),
         ("t2t_info", ["--hparams_set=transformer_tny"], "unknown hparams set 'transformer_tny'"),
     ]  # fmt: skip
     for module, flags, message in cases:
