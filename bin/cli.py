@@ -9,6 +9,7 @@ status 1. Tracebacks are for bugs, or shown for every error with --verbose.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
@@ -123,6 +124,15 @@ def _hide_library_info() -> None:
         logger.addFilter(_LibraryInfoHidden())
         for handler in logger.handlers:
             handler.addFilter(_LibraryInfoHidden())
+
+
+def check_files(*names: str) -> None:
+    """Refuses a file flag of `names` whose file does not exist, in one line naming the flag
+    (`--decode_from_file: file not found: in.txt`), before a command loads anything."""
+    for name in names:
+        path = flags.FLAGS[name].value
+        if path and not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
 
 
 def fail(name: str, message: str, status: int = 2) -> None:

@@ -52,6 +52,25 @@ def define_run_flags(output_dir_required: bool = True, ensembles: bool = False) 
     search_flags.define_quantize_flag()
 
 
+def check_run_flags(nbest: int | None = None) -> None:
+    """Refuses, before TensorFlow loads, what needs no model: an --output_dir without the run's
+    hparams.json, a malformed --sampling or --shortlist, sampling values out of range, --nbest
+    above a given --beam_size (`nbest`: the command's --nbest). The rest is checked where the
+    run is restored, against the problem's defaults and the model."""
+    from t2t_lite.hparams import SearchSettings
+    from t2t_lite.run.run_info import RunInfo
+
+    if FLAGS.output_dir:
+        RunInfo.load(FLAGS.output_dir)
+    given = {k: v for k, v in search_flags.search_overrides().items() if v is not None}
+    nbest = nbest or 1
+    # Unset values stay neutral here (a beam of nbest, no constraint) so that only the given
+    # ones can be refused; the problem's defaults may differ.
+    given = {"constrained": False, **given, "nbest": nbest}
+    given.setdefault("beam_size", nbest)
+    SearchSettings().override(**given).check()
+
+
 def import_usr_dir() -> None:
     """Imports --usr_dir when given (its problems register themselves)."""
     if FLAGS.usr_dir:

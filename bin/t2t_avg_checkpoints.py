@@ -21,6 +21,9 @@ flags.DEFINE_string("averaged_dir", None, "Where to write (default: output_dir/a
 
 
 def main() -> None:
+    from t2t_lite.run.run_info import RunInfo
+
+    RunInfo.load(FLAGS.output_dir)  # a folder that is no run: refused before TensorFlow loads
     from t2t_lite.run.averaging import average_run  # TensorFlow: after --help
 
     path, paths = average_run(

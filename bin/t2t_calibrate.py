@@ -26,6 +26,8 @@ flags.DEFINE_string("reference", None, "Their references (with --decode_from_fil
 def main() -> None:
     if bool(FLAGS.decode_from_file) != bool(FLAGS.reference):
         raise ValueError("--decode_from_file and --reference go together")
+    run_flags.check_run_flags()
+    cli.check_files("decode_from_file", "reference")
     from t2t_lite.decode import confidence  # TensorFlow: after the flags are checked
     from t2t_lite.decode.runner import read_input
     from t2t_lite.decode.translator import Translator

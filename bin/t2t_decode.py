@@ -46,6 +46,10 @@ flags.DEFINE_enum(
 
 
 def main() -> None:
+    run_flags.check_run_flags(FLAGS.nbest)  # before TensorFlow loads
+    cli.check_files(
+        "decode_from_file", "score_file", "prefix_file", "constraints_file", "terminology"
+    )
     from t2t_lite.decode.runner import DecodeConfig, run_decode  # TensorFlow: not for --help
 
     config = DecodeConfig(

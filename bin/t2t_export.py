@@ -75,9 +75,12 @@ def main() -> None:
             raise ValueError("--format=litert searches greedily: leave out --beam_size and --nbest")
     if FLAGS.shortlist and FLAGS.format == "litert":
         raise ValueError(f"--shortlist: --format={FLAGS.format} searches the whole vocabulary")
-    from t2t_lite.serve import export, versions  # after flag parsing: --help stays fast
+    from t2t_lite.serve import versions
 
-    versions.check_target(FLAGS.export_dir, FLAGS.version)  # before the run is restored
+    versions.check_target(FLAGS.export_dir, FLAGS.version)  # before TensorFlow loads
+    run_flags.check_run_flags(FLAGS.nbest)
+    from t2t_lite.serve import export  # TensorFlow: after the flags are checked
+
     run = run_flags.restore_run(
         search={"max_input_length": FLAGS.max_input_length},
         # CTranslate2 and LiteRT: one model

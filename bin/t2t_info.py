@@ -49,6 +49,10 @@ def main() -> None:
     if FLAGS.version:
         print(version_line())
         return
+    from t2t_lite.hparams import get_hparams
+
+    if not (FLAGS.list or FLAGS.train_minutes or FLAGS.data_dir):
+        get_hparams(FLAGS.hparams_set, FLAGS.hparams)  # an unknown set: before TensorFlow loads
     from t2t_lite.train.info import describe, list_registries  # TensorFlow: after --help
 
     if FLAGS.list:

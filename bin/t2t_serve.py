@@ -46,6 +46,7 @@ flags.adopt_module_key_flags(search_flags)
 
 
 def main() -> None:
+    run_flags.check_run_flags()  # before TensorFlow loads
     for module, package in (("fastapi", "fastapi"), ("fastapi_offline", "fastapi-offline"),
                             ("uvicorn", "uvicorn")):  # fmt: skip
         import_extra(module, package, "serve", "t2t-serve")  # before the run is restored

@@ -53,10 +53,27 @@ flags.DEFINE_integer(
 )
 
 
-def main() -> None:
-    from t2t_lite import problems  # TensorFlow: not for --help
+def _check_hparams(problem) -> None:
+    """--hparams_set and --hparams, or the ladder's widest set with --hparams (before any
+    probe)."""
     from t2t_lite.hparams import get_hparams
-    from t2t_lite.train import loop as training
+
+    try:
+        get_hparams(FLAGS.hparams_set or problem.budget_ladder[-1], FLAGS.hparams)
+    except (KeyError, ValueError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e  # (no quotes)
+        raise app.UsageError(f"--hparams_set/--hparams: {message}") from None
+
+
+def main() -> None:
+    from t2t_lite import problems
+    from t2t_lite.hparams import get_hparams
+
+    if not FLAGS.usr_dir:  # before TensorFlow loads (a usr_dir's problems register below)
+        problem = problems.get_problem(FLAGS.problem)
+        problem.check_data_dir(FLAGS.data_dir)  # not another problem's data
+        _check_hparams(problem)
+    from t2t_lite.train import loop as training  # TensorFlow: after the flags are checked
     from t2t_lite.train.model_probe import hparams_set_for_run
 
     strategy = cluster_flags.strategy_from_flags()  # before any other TensorFlow op
@@ -66,10 +83,7 @@ def main() -> None:
     values = {name: FLAGS[name].value for name in fields if name in FLAGS}
     config = TrainConfig(**values, hparams_overrides=FLAGS.hparams)
     problem = problems.get_problem(FLAGS.problem)
-    try:  # (the ladder's widest set checks --hparams before any probe)
-        get_hparams(FLAGS.hparams_set or problem.budget_ladder[-1], FLAGS.hparams)
-    except (KeyError, ValueError) as e:
-        raise app.UsageError(f"--hparams_set/--hparams: {e}") from None
+    _check_hparams(problem)
     chosen = hparams_set_for_run(problem, config, FLAGS.hparams_set, strategy)
     hparams = get_hparams(chosen.name, FLAGS.hparams)
     given = FLAGS.hparams_set is not None  # (then logs what the budget would have chosen)

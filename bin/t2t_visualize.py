@@ -25,6 +25,7 @@ flags.DEFINE_string("visualize_dir", None, "Where PNGs and index.html go (defaul
 
 
 def main() -> None:
+    run_flags.check_run_flags()  # before TensorFlow loads
     from t2t_lite.decode.translator import Translator
     from t2t_lite.decode.visualize import pyplot, sentence_attention, write_pictures
 

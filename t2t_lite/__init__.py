@@ -4,11 +4,16 @@
     Translator.from_run("runs/ende").translate(["Hello."])  # a run folder or an export
 
 `Translator` (t2t_lite.decode.translator) is imported when first read, so that importing the
-package does not load TensorFlow.
+package does not load TensorFlow. TensorFlow's start-up lines (absl's, oneDNN's, the CPU and
+CUDA notes) are held back when it loads (`t2t_lite.runtime.tensorflow_start`).
 """
+
+from t2t_lite.runtime import tensorflow_start
 
 # The one place of the version (pyproject.toml reads it); CHANGELOG.md says what each changed.
 __version__ = "0.2.0"
+
+tensorflow_start.hold_startup_lines()
 
 
 def __getattr__(name: str):

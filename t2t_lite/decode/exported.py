@@ -75,7 +75,10 @@ class ExportedTranslator:
         """(texts `[lines][nbest]`, scores `[lines][nbest]`, truncated `[lines]`) of the export's
         search; `nbest` up to the export's (t2t-export --nbest)."""
         if not 1 <= nbest <= self.max_nbest:
-            raise ValueError(f"nbest={nbest} must be in [1, {self.max_nbest}] for {self.path}")
+            raise ValueError(
+                f"nbest={nbest} must be in [1, {self.max_nbest}] for {self.path} (an export's "
+                "search is fixed: t2t-export --nbest)"
+            )
         inputs = tf.constant(list(lines), tf.string)
         if nbest == 1:
             found = self.signatures["serving_default"](inputs=inputs)

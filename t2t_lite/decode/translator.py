@@ -10,6 +10,7 @@ with a warning.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -105,13 +106,10 @@ class Translator:
         self.inter_threads = inter_threads  # batches searched at once (`runtime.threads`)
         warn_if_unsplit(inter_threads)
         spec = tf.TensorSpec([None, None], tf.int32)
-        search = search_function(
-            model, settings, constraint, fixed_shapes=jit_compile, shortlist=shortlist
-        )
-        search = split_rows(strategy, search)
-        self._search = tf.function(search, input_signature=[spec], jit_compile=jit_compile)
+        self._strategy, self._constraint, self._shortlist = strategy, constraint, shortlist
+        self._search = self._search_function()
         self._guided = None  # the search with prefixes and terms (`_guided_search`), made on use
-        self._strategy, self._constraint = strategy, constraint
+        self._wider: dict[int, Translator] = {}  # translate(nbest=N) beyond the search's nbest
         self._forced = tf.function(
             lambda x, y: forced_pass(model, x, y), input_signature=[spec, spec]
         )
@@ -176,6 +174,37 @@ class Translator:
         engine = translator_engine(self, terminology)
         return translate_document(text, engine, language or self.source_language)
 
+    def _search_function(self) -> Callable[[tf.Tensor], SearchResult]:
+        """The search of these settings, one traced function over the replicas."""
+        search = search_function(
+            self.model,
+            self.settings,
+            self._constraint,
+            fixed_shapes=self.jit_compile,
+            shortlist=self._shortlist,
+        )
+        spec = tf.TensorSpec([None, None], tf.int32)
+        search = split_rows(self._strategy, search)
+        return tf.function(search, input_signature=[spec], jit_compile=self.jit_compile)
+
+    def _with_nbest(self, nbest: int) -> Translator:
+        """This translator, or one searching `nbest` hypotheses in a beam of at least `nbest`
+        (made on first use and kept: its search is traced anew; model and tokenizer shared)."""
+        if not isinstance(nbest, (int, np.integer)) or nbest < 1:
+            raise ValueError(f"nbest={nbest!r} must be a whole number >= 1")
+        if nbest <= self.settings.nbest:
+            return self
+        if self.settings.sampling:
+            raise ValueError(f"sampling draws one hypothesis per line; got nbest={nbest}")
+        if nbest not in self._wider:
+            wider = copy.copy(self)
+            wider.settings = self.settings.override(
+                nbest=nbest, beam_size=max(nbest, self.settings.beam_size)
+            )
+            wider._search, wider._guided, wider._wider = wider._search_function(), None, {}
+            self._wider[nbest] = wider
+        return self._wider[nbest]
+
     def translate(
         self,
         lines: Sequence[str],
@@ -184,16 +213,13 @@ class Translator:
         prefixes: Sequence[str] | None = None,
         constraints: Sequence[Sequence[str]] | None = None,
     ) -> list:
-        """Translates text: a string per line (an empty line gives ""); with nbest > 1 (up to
-        the search's nbest) a list of `nbest` strings per line, best first; with `scores`
-        (text, score) pairs instead, the score being what the search ranks by. `prefixes`: a
-        target prefix per line ("" for none) that each translation starts with;
-        `constraints`: per line, target phrases that each translation must contain."""
-        if not 1 <= nbest <= self.settings.nbest:
-            raise ValueError(
-                f"nbest={nbest} must be in [1, {self.settings.nbest}] (the search's nbest; "
-                "pass nbest= to from_run for more)"
-            )
+        """Translates text: a string per line (an empty line gives ""); with nbest > 1 a list
+        of `nbest` strings per line, best first (beyond the search's nbest, this call searches
+        `nbest` hypotheses in a beam of max(beam_size, nbest)); with `scores` (text, score)
+        pairs instead, the score being what the search ranks by. `prefixes`: a target prefix
+        per line ("" for none) that each translation starts with; `constraints`: per line,
+        target phrases that each translation must contain."""
+        translator = self._with_nbest(nbest)
         guides = None
         if prefixes is not None or constraints is not None:
             prefixes = prefixes if prefixes is not None else [""] * len(lines)
@@ -201,7 +227,7 @@ class Translator:
             if not len(prefixes) == len(constraints) == len(lines):
                 raise ValueError("prefixes and constraints need one entry per line")
             guides = [Guide(p, tuple(c)) for p, c in zip(prefixes, constraints, strict=True)]
-        found = self.hypotheses(lines, log_progress=False, guides=guides)
+        found = translator.hypotheses(lines, log_progress=False, guides=guides)
         texts = [[h.text for h in hyps] for hyps in found]
         values = [[h.score for h in hyps] for hyps in found]
         return shape_translations(lines, texts, values, nbest, scores)

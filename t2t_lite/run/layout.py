@@ -26,7 +26,7 @@ output_dir, named once here.
                              the SHA-256 of its weights (adapter.py); its checkpoints then
                              hold the LoRA weights alone
       summaries/             TensorBoard event files of the training and dev metrics
-      train.lock             held by the t2t-train writing the run, with its PID (lock.py)
+      train.lock             the t2t-train writing the run, its PID; removed when it ends (lock.py)
 
 A checkpoint folder (checkpoints/, best/, averaged/, final/) holds `ckpt-<step>.index` and
 `.data-*` files and TensorFlow's `checkpoint` state file; a save in progress writes

@@ -12,7 +12,6 @@ import shutil
 import tempfile
 from collections.abc import Callable
 
-import tensorflow as tf
 from absl import logging
 
 from t2t_lite.runtime import atomic_io
@@ -59,6 +58,8 @@ def write_version(export_dir: str, version: int | None, write: Callable[[str], N
     os.makedirs(export_dir, exist_ok=True)
     for stale in atomic_io.remove_stale_folders(export_dir, f"{_TMP_PREFIX}*"):
         logging.warning("removed %s, left by an interrupted export", stale)
+    import tensorflow as tf  # here: t2t-export checks its target before TensorFlow loads
+
     version = next_version(export_dir) if version is None else version
     check_target(export_dir, version)
     final = os.path.join(export_dir, str(version))

@@ -47,6 +47,12 @@ def _check_run_info(info: RunInfo, output_dir: str) -> None:
     """Writes output_dir/hparams.json, or checks that a resumed run's flags agree with it."""
     if os.path.exists(os.path.join(output_dir, RUN_INFO_FILE)):
         previous = RunInfo.load(output_dir)
+        if previous.problem != info.problem:  # (its vocabulary and hparams differ as a result)
+            raise ConflictingRunError(
+                f"{output_dir} holds a run trained on problem {previous.problem} (its "
+                f"{RUN_INFO_FILE}); this run is problem {info.problem}: train it into another "
+                f"--output_dir, or resume that run with --problem={previous.problem}"
+            )
         differences = previous.diff(info)
         if not previous.problem_options:  # a run from before the options were recorded
             differences = [d for d in differences if not d.startswith("problem_options.")]

@@ -247,6 +247,71 @@ def test_user_errors_are_one_line_with_status_2(run_dir, tmp_path):
     taken.close()
 
 
+# Runs a command's main as its entry point does; on its exit, says whether TensorFlow loaded.
+MAIN_THEN_TF = """
+import importlib, sys
+module, sys.argv = sys.argv[1], sys.argv[2:]  # [the command's path, its flags...]
+try:
+    importlib.import_module(module).run()
+except SystemExit as stop:
+    print("tensorflow loaded:", "tensorflow.python" in sys.modules, file=sys.stderr)
+    raise
+"""
+
+
+def test_mistakes_that_need_no_model_are_refused_before_tensorflow_loads(run_dir, tmp_path):
+    run = str(run_dir / "run")
+    exports = tmp_path / "exports"
+    (exports / "3").mkdir(parents=True)
+    cases = [
+        ("t2t_decode", [f"--output_dir={tmp_path}"], f"{tmp_path}/hparams.json does not exist"),
+        ("t2t_decode", [f"--output_dir={run}", "--sampling=temperature:hot"],
+         "--sampling: temperature must be a number, got 'hot'"),
+        ("t2t_decode", [f"--output_dir={run}", "--sampling=top_k:-1"],
+         "--sampling needs temperature >= 0, top_k >= 0"),
+        ("t2t_decode", [f"--output_dir={run}", "--beam_size=2", "--nbest=3"],
+         "--nbest=3 must be in [1, --beam_size=2]"),
+        ("t2t_decode", [f"--output_dir={run}", "--shortlist=5000,10"],
+         "--shortlist takes at most 2000 frequent ids"),
+        ("t2t_decode", [f"--output_dir={run}", f"--decode_from_file={tmp_path / 'none.txt'}"],
+         f"--decode_from_file: file not found: {tmp_path / 'none.txt'}"),
+        ("t2t_decode", [f"--output_dir={run}", f"--terminology={tmp_path / 'terms.tsv'}"],
+         f"--terminology: file not found: {tmp_path / 'terms.tsv'}"),
+        ("t2t_calibrate", [f"--output_dir={run}", f"--decode_from_file={run_dir / 'bad.txt'}",
+                           f"--reference={tmp_path / 'ref.txt'}"],
+         f"--reference: file not found: {tmp_path / 'ref.txt'}"),
+        ("t2t_export", [f"--output_dir={run}", f"--export_dir={run_dir / 'bad.txt'}"],
+         f"--export_dir={run_dir / 'bad.txt'} is a file; pass a folder"),
+        ("t2t_export", [f"--output_dir={run}", f"--export_dir={exports}", "--version=3"],
+         f"--version=3: {exports}/3 already exists"),
+        ("t2t_serve", [f"--output_dir={tmp_path}"], f"{tmp_path}/hparams.json does not exist"),
+        ("t2t_avg_checkpoints", [f"--output_dir={tmp_path}"],
+         f"{tmp_path}/hparams.json does not exist"),
+        ("t2t_train", ["--problem=algorithmic_none", f"--data_dir={tmp_path}",
+                       f"--output_dir={tmp_path / 'out'}"], "unknown problem 'algorithmic_none'"),
+        ("t2t_train", ["--problem=algorithmic_copy", f"--data_dir={tmp_path}",
+                       f"--output_dir={tmp_path / 'out'}", "--hparams_set=transformer_tny"],
+         "--hparams_set/--hparams: unknown hparams set 'transformer_tny'; did you mean"),
+        ("t2t_train", ["--problem=algorithmic_reverse", f"--data_dir={run_dir / 'data'}",
+                       f"--output_dir={tmp_path / 'out'}", "--hparams_set=transformer_tiny"],
+         f"--problem is algorithmic_reverse, but {run_dir / 'data'}/metadata.json holds data for "
+         "algorithmic_copy"),
+        ("t2t_info", ["--hparams_set=transformer_tny"], "unknown hparams set 'transformer_tny'"),
+    ]  # fmt: skip
+    for module, flags, message in cases:
+        name = module.replace("_", "-")
+        done = subprocess.run(
+            [sys.executable, "-c", MAIN_THEN_TF, f"t2t_lite.bin.{module}",
+             os.path.join(BIN, name), *flags],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        lines = done.stderr.splitlines()
+        assert done.returncode == 2, (module, flags, done.stderr[-3000:])
+        assert lines[-2].startswith(f"{name}: error: {message}"), (module, flags, lines)
+        assert lines[-1] == "tensorflow loaded: False", (module, flags, lines)
+    assert not (tmp_path / "out").exists()
+
+
 def test_verbose_shows_the_traceback(tmp_path):
     code, _, err = _finish(_start("t2t-decode", f"--output_dir={tmp_path}", "--verbose"))
     assert code == 2 and "Traceback" in err and err.splitlines()[-1].startswith("t2t-decode: ")

@@ -51,8 +51,28 @@ def test_nbest_and_scores_are_the_searchs_hypotheses(run_dir):
         else:
             assert pairs == [("", 0.0)] * 3
     assert translator.translate(LINES, nbest=2) == [[t for t, _ in p[:2]] for p in found]
-    with pytest.raises(ValueError, match=r"nbest=4 must be in \[1, 3\]"):
-        translator.translate(LINES, nbest=4)
+    for wrong in (0, -2, 1.5):
+        with pytest.raises(ValueError, match=rf"^nbest={wrong} must be a whole number >= 1$"):
+            translator.translate(LINES, nbest=wrong)
+
+
+@pytest.mark.parametrize("beam_size", [1, 2])
+def test_nbest_beyond_the_search_widens_the_beam_for_the_call(run_dir, beam_size):
+    # A translator made without nbest: nbest=3 searches 3 in a beam of 3, as one made so.
+    translator = Translator.from_run(str(run_dir / "out"), beam_size=beam_size, alpha=0.6)
+    widened = translator.translate(LINES, nbest=3, scores=True)
+    explicit = Translator.from_run(str(run_dir / "out"), beam_size=3, alpha=0.6, nbest=3)
+    expected = explicit.translate(LINES, nbest=3, scores=True)
+    for pairs, want in zip(widened, expected, strict=True):
+        assert len(pairs) == 3
+        assert [t for t, _ in pairs] == [t for t, _ in want]
+        assert [s for _, s in pairs] == pytest.approx([s for _, s in want], abs=1e-5)
+    # The translator's own search is unchanged, and the wider one is kept for the next call.
+    assert translator.settings.beam_size == beam_size and translator.settings.nbest == 1
+    assert translator.translate(LINES) == Translator.from_run(
+        str(run_dir / "out"), beam_size=beam_size, alpha=0.6
+    ).translate(LINES)
+    assert translator._with_nbest(3) is translator._with_nbest(3)
 
 
 def test_an_export_translates_as_its_run(run_dir):

@@ -22,6 +22,7 @@ from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.model.layers import SharedEmbedding, int8_kernel, int8_product
 from t2t_lite.model.quantize import check_mode, quantize_model, quantized_layers
 from t2t_lite.model.transformer import Transformer
+from t2t_lite.run import run as run_module
 from t2t_lite.run.run import Run
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -339,3 +340,36 @@ def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path):
     loaded = tf.saved_model.load(path)
     served = loaded.signatures["serving_default"](inputs=tf.constant(trained["lines"][:30]))
     assert [s.decode() for s in served["outputs"].numpy()] == [h[0].text for h in expected]
+
+
+@pytest.mark.parametrize(
+    "cpu",
+    [
+        # An AVX2-only CPU (AMD EPYC without AVX-512): TensorFlow leaves oneDNN off, no op runs.
+        int8_product.Check(int8_kernel.isa({"avx2", "sse4_1"}, cap=""), runs=False),
+        # AVX-512 without VNNI: oneDNN's kernel sums pairs in int16 and clips.
+        int8_product.Check("avx512_core", runs=True, sums_error=64510.0, rounding_error=0.5),
+    ],
+    ids=["avx2_only", "avx512_no_vnni"],
+)
+def test_int8_without_8_bit_products_says_what_speeds_decoding(tmp_path, monkeypatch, cpu):
+    output_dir, _, _ = write_tiny_run(tmp_path)
+    monkeypatch.setattr(int8_product, "check", lambda: cpu)  # this CPU's facts, faked
+    lines = []
+    monkeypatch.setattr(run_module.logging, "info", lambda text, *args: lines.append(text % args))
+    run = Run.restore(str(output_dir), quantize="int8")
+    assert not any(int8_product.prepared(layer) for layer in quantized_layers(run.model))
+    said = [line for line in lines if line.startswith("int8: ")]
+    why = (
+        "no 8-bit product op here (TensorFlow runs its oneDNN ops by default only on CPUs with "
+        "AVX-512 VNNI, AVX-512 BF16 or AMX)"
+        if not cpu.runs
+        else "oneDNN's avx512_core kernel (int16 pair sums) is not exact on this CPU (sums off by "
+        "up to 6.45e+04 x 2/255 x 127, inputs by 0.5 steps)"
+    )
+    assert said[0] == (
+        f"int8: {why}: float inputs times the int8 weights, 4x smaller weights and no faster "
+        "than float32; what speeds decoding on this CPU is --shortlist (e.g. 100,50) and, on "
+        "files of many batches, --inter_threads=2, or t2t-export --format=ctranslate2"
+    )
+    assert said[1].endswith("quantized, 0 of them with 8-bit products (oneDNN)")

@@ -70,6 +70,24 @@ def test_a_resume_refuses_another_vocabulary(tmp_path):
     loop._check_run_info(swapped, str(tmp_path))
 
 
+def test_training_another_problem_into_a_run_names_the_problems(tmp_path):
+    model = tiny_model(13)
+    saved = RunInfo("algorithmic_copy", "D", "transformer_tiny", model_hparams(model), 13,
+                    vocab_sha256="a" * 64)  # fmt: skip
+    saved.save(str(tmp_path))
+    # Another problem's data: another vocabulary and data_dir too, but the problem is the cause.
+    other = dataclasses.replace(saved, problem="algorithmic_reverse", data_dir="E",
+                                vocab_sha256="b" * 64)  # fmt: skip
+    with pytest.raises(ConflictingRunError) as refused:
+        loop._check_run_info(other, str(tmp_path))
+    assert str(refused.value) == (
+        f"{tmp_path} holds a run trained on problem algorithmic_copy (its hparams.json); this run "
+        "is problem algorithmic_reverse: train it into another --output_dir, or resume that run "
+        "with --problem=algorithmic_copy"
+    )
+    assert RunInfo.load(str(tmp_path)) == saved  # hparams.json untouched
+
+
 def test_a_resume_refuses_data_generated_with_other_options(tmp_path):
     model = tiny_model(13)
     options = {"train_size": 2000, "max_sequence_length": 6}

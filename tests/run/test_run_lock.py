@@ -1,6 +1,6 @@
 """One writer per output_dir (t2t_lite/run/lock.py): while a process holds a run's lock, another
 t2t-train stops in one line naming its PID; the lock of a killed holder is taken over with a
-warning naming it; a clean end leaves no PID behind."""
+warning naming it; a clean end, or a holder stopped by SIGTERM or SIGINT, removes the lock file."""
 
 from __future__ import annotations
 
@@ -45,11 +45,25 @@ def test_a_second_writer_is_refused_and_a_killed_holders_lock_taken_over(tmp_pat
         holder.wait()
     with caplog.at_level(logging.WARNING), run_lock(str(tmp_path)):
         assert (tmp_path / LOCK_FILE).read_text() == str(os.getpid())
-    assert f"took over the lock of PID {holder.pid}" in caplog.text
-    assert (tmp_path / LOCK_FILE).read_text() == ""  # a clean end leaves no PID
+    assert f"took over the lock of PID {holder.pid}, which ended without releasing it" in (
+        caplog.text
+    )
+    assert not (tmp_path / LOCK_FILE).exists()  # a clean end leaves no lock file
     with caplog.at_level(logging.WARNING), run_lock(str(tmp_path)):
         pass
     assert caplog.text.count("took over") == 1
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_holder_stopped_by_a_signal_leaves_no_lock_behind(tmp_path, caplog, signum):
+    holder = _hold(tmp_path)
+    holder.send_signal(signum)
+    holder.wait(timeout=60)
+    assert holder.returncode != 0  # it was stopped, not finished
+    assert not (tmp_path / LOCK_FILE).exists()
+    with caplog.at_level(logging.WARNING), run_lock(str(tmp_path)):
+        assert (tmp_path / LOCK_FILE).read_text() == str(os.getpid())
+    assert "took over" not in caplog.text
 
 
 def test_t2t_train_on_a_held_output_dir_stops_in_one_line(tmp_path):

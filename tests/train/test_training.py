@@ -88,11 +88,12 @@ def test_resume_with_other_hparams_names_the_difference(tmp_path):
 
 
 class _SignalAt(FakeReverse):
-    """FakeReverse whose training stream sends this process SIGTERM when it yields batch `at`."""
+    """FakeReverse whose training stream sends this process `signum` (SIGTERM) when it yields
+    batch `at`."""
 
-    def __init__(self, at: int):
+    def __init__(self, at: int, signum: int = signal.SIGTERM):
         super().__init__()
-        self.at = at
+        self.at, self.signum = at, signum
 
     def make_dataset(self, data_dir, split, hparams, **kwargs):
         ds = super().make_dataset(data_dir, split, hparams, **kwargs)
@@ -101,7 +102,7 @@ class _SignalAt(FakeReverse):
 
         def signal_once(index):
             if int(index) == self.at:
-                os.kill(os.getpid(), signal.SIGTERM)
+                os.kill(os.getpid(), self.signum)
             return index
 
         def tag(index, batch):
@@ -112,22 +113,28 @@ class _SignalAt(FakeReverse):
         return ds.enumerate().map(tag)
 
 
-def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_saves_a_checkpoint_and_the_run_resumes(tmp_path, caplog, signum):
     from t2t_lite.hparams import get_hparams
     from t2t_lite.run.checkpoints import checkpoint_step, list_checkpoints
+    from t2t_lite.run.layout import LOCK_FILE
     from t2t_lite.train import loop as training
     from t2t_lite.train.config import TrainingInterrupted
 
     out = str(tmp_path / "run")
     hparams = get_hparams("transformer_tiny", FAST + ",batch_size=256")
     config = config_for(out, 40, 100)
-    with pytest.raises(TrainingInterrupted, match=r"SIGTERM at step (\d+)") as stop:
-        training.train(_SignalAt(12), config, hparams, "transformer_tiny")
+    name = signal.Signals(signum).name
+    with pytest.raises(TrainingInterrupted, match=rf"{name} at step (\d+)") as stop:
+        training.train(_SignalAt(12, signum), config, hparams, "transformer_tiny")
     stopped = int(stop.value.args[0].split("at step ")[1].split(";")[0])
     assert 1 <= stopped < 40
     saved = list_checkpoints(os.path.join(out, "checkpoints"))
     assert [checkpoint_step(p) for p in saved] == [stopped]
-    metrics = training.train(FakeReverse(), config, hparams, "transformer_tiny")
+    assert not os.path.exists(os.path.join(out, LOCK_FILE))  # a clean stop releases the run
+    with caplog.at_level("WARNING"):
+        metrics = training.train(FakeReverse(), config, hparams, "transformer_tiny")
+    assert "took over the lock" not in caplog.text  # the stopped run is not called killed
     assert metrics["step"] == 40
     assert checkpoint_step(list_checkpoints(os.path.join(out, "checkpoints"))[-1]) == 40
 

@@ -54,6 +54,14 @@ EXACT_TOLERANCE = 0.5
 PROBES = ((7, 48, 30), (64, 256, 64), (1600, 64, 24), (300, 512, 48), (4096, 32, 16))
 
 
+# What int8 does where no product runs in 8 bits, and what speeds decoding there instead.
+WEIGHT_ONLY = (
+    "float inputs times the int8 weights, 4x smaller weights and no faster than float32; what "
+    "speeds decoding on this CPU is --shortlist (e.g. 100,50) and, on files of many batches, "
+    "--inter_threads=2, or t2t-export --format=ctranslate2"
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Check:
     """What `check` found: the oneDNN ISA expected from the CPU (`int8_kernel.isa`), whether the
@@ -71,21 +79,22 @@ class Check:
         return self.runs and self.sums_error <= EXACT_TOLERANCE and self.rounding_error <= 0.501
 
     def describe(self) -> str:
-        """One line for the log of `--quantize=int8`."""
+        """One line for the log of `--quantize=int8`; where no product runs in 8 bits, it says
+        that int8 saves memory only and what speeds decoding on this CPU instead."""
         kernel = f"oneDNN's {self.isa} kernel ({int8_kernel.sums(self.isa)} sums)"
         if self.exact:
             return f"8-bit products by {kernel}, exact on this CPU"
         if not self.runs:
-            return (
+            why = (
                 "no 8-bit product op here (TensorFlow runs its oneDNN ops by default only on CPUs "
-                "with AVX-512 VNNI, AVX-512 BF16 or AMX): float inputs times the int8 weights"
+                "with AVX-512 VNNI, AVX-512 BF16 or AMX)"
             )
-        return (
-            f"{kernel} is not exact on this CPU (sums off by up to {self.sums_error:.3g} "
-            f"x 2/255 x 127, inputs by {self.rounding_error:.3g} steps): float inputs times the "
-            "int8 weights instead, as accurate and slower; for speed decode in bfloat16 or export "
-            "with t2t-export --format=ctranslate2"
-        )
+        else:
+            why = (
+                f"{kernel} is not exact on this CPU (sums off by up to {self.sums_error:.3g} "
+                f"x 2/255 x 127, inputs by {self.rounding_error:.3g} steps)"
+            )
+        return f"{why}: {WEIGHT_ONLY}"
 
 
 @functools.cache
