@@ -10,9 +10,9 @@ import html.parser
 import logging
 
 import pytest
-from decoding_helpers import write_tiny_run
+from decoding_helpers import reverse_engine, write_tiny_run
 
-from t2t_lite.decode.document import Engine, Unit, parse, translate_document, translate_events
+from t2t_lite.decode.document import Unit, parse, translate_document, translate_events
 from t2t_lite.decode.markup import mask
 from t2t_lite.decode.runner import DecodeConfig, run_decode
 from t2t_lite.decode.sentences import Sentence, fit_sentences, split_sentences
@@ -35,20 +35,6 @@ code = "kept. As it is."
 <li>Open the <a href="x.html">menu</a>.</li>
 </ul>
 """
-
-
-def reverse_engine(**kwargs) -> Engine:
-    """Each sentence's words reversed and upper-cased, with the alignment that says so."""
-
-    def translate(sentences):
-        found = []
-        for sentence in sentences:
-            words = sentence.split()
-            n = len(words)
-            found.append((" ".join(reversed(words)).upper(), [(i, n - 1 - i) for i in range(n)]))
-        return found
-
-    return Engine(translate, **kwargs)
 
 
 def test_parse_keeps_the_layout_and_finds_the_units():
