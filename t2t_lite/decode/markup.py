@@ -192,18 +192,7 @@ def _settled_marks(marks: list[dict], length: int) -> tuple[Mark, ...]:
                 "flatten it"
             )
         m.pop("name", None)
-    return tuple(
-        Mark(
-            m["text"],
-            m["close"],
-            m["start"],
-            m["end"],
-            m["parent"],
-            m["space_before"],
-            m["space_after"],
-        )  # fmt: skip
-        for m in marks
-    )
+    return tuple(Mark(*(m[f.name] for f in dataclasses.fields(Mark))) for m in marks)
 
 
 def read_pharaoh(text: str) -> list[tuple[int, int]]:
@@ -231,19 +220,21 @@ def restore(masked: Masked, translation: str, alignment: Sequence[tuple[int, int
         if 0 <= i < len(source) and 0 <= j < len(words):
             links.setdefault(i, []).append(j)
     items = _Items(words)
-    where = _Source(source, links)
+    where = _Source(source, links, len(words))
     spans = [_target_span(m, where, items, masked.plain) for m in masked.marks]
     children: dict[int, list[int]] = {}
     for k, m in enumerate(masked.marks):
         children.setdefault(m.parent, []).append(k)
-    _settle((0, len(items.texts)), spans, children)
+    markdown = {k for k, m in enumerate(masked.marks) if not m.is_point and m.text[:1] != "<"}
+    _settle((0, len(items.texts)), spans, children, markdown)
     return items.render(masked.marks, spans, children)
 
 
 class _Source:
     """The source words' offsets and alignment links, searched by bisection."""
 
-    def __init__(self, words: Sequence[tuple[int, int]], links: dict[int, list[int]]):
+    def __init__(self, words: Sequence[tuple[int, int]], links: dict[int, list[int]], targets: int):
+        self.targets = targets  # how many target words
         self.starts = [s for s, _ in words]
         self.ends = [e for _, e in words]
         self.links = {w: (min(js), max(js)) for w, js in links.items()}
@@ -345,12 +336,17 @@ def _point_gap(offset: int, where: _Source, items: _Items) -> int:
 
 def _target_span(mark: Mark, where: _Source, items: _Items, plain: str) -> tuple[int, int]:
     """A mark's (start gap, end gap) among the target items, before nesting is settled."""
-    linked = [] if mark.is_point else where.linked_in(where.covered(mark.start, mark.end))
-    if not linked:
+    covered = where.covered(mark.start, mark.end) if not mark.is_point else range(0)
+    linked = where.linked_in(covered)
+    if linked:
+        first = min(where.links[w][0] for w in linked)
+        last = max(where.links[w][1] for w in linked)
+    elif covered and where.targets and not mark.text.startswith("<"):
+        # Markdown's pairs cannot be empty ("****" is no strong emphasis): in proportion
+        first, last = (w * where.targets // len(where.starts) for w in (covered[0], covered[-1]))
+    else:
         gap = _point_gap(mark.start, where, items)
         return gap, gap
-    first = min(where.links[w][0] for w in linked)
-    last = max(where.links[w][1] for w in linked)
     # Punctuation at a span's edge stays inside only where the source put it inside:
     # "<b>Save</b>." and "<b>Finish</b> to" both give "<b>Fertigstellen</b>," not "...,</b>".
     start = items.first[first] if plain[mark.start] in _PUNCT else items.core[first]
@@ -358,10 +354,12 @@ def _target_span(mark: Mark, where: _Source, items: _Items, plain: str) -> tuple
     return start, max(start, end)
 
 
-def _settle(bounds: tuple[int, int], spans: list, children: dict) -> None:
+def _settle(bounds: tuple[int, int], spans: list, children: dict, markdown: set[int]) -> None:
     """Clamps each pair's children into its span, orders them by target position and moves a
     sibling that would overlap the one before it to that one's end: the top first, then each
-    settled pair's children (a walk with a stack, however deep the nesting)."""
+    settled pair's children (a walk with a stack, however deep the nesting). A Markdown pair
+    (in `markdown`) left empty takes the item before it, inside the sibling that holds it if
+    one does: `****` would be no strong emphasis but two words of stars."""
     todo = [(-1, bounds)]
     while todo:
         node, (lo, hi) = todo.pop()
@@ -376,4 +374,20 @@ def _settle(bounds: tuple[int, int], spans: list, children: dict) -> None:
             start = max(spans[k][0], at)
             spans[k] = (start, max(spans[k][1], start))
             at = spans[k][1]
-            todo.append((k, spans[k]))
+        if lo < hi and any(k in markdown and spans[k][0] == spans[k][1] for k in kids):
+            _fill(kids, spans, children, markdown, lo)
+        todo += [(k, spans[k]) for k in kids]
+
+
+def _fill(kids: list[int], spans: list, children: dict, markdown: set[int], lo: int) -> None:
+    """Gives each empty Markdown pair among `kids` the item before it (or after it, at the
+    start): on its own where no sibling holds that item, else as that sibling's child (settled
+    with the sibling's children in turn)."""
+    for k in [k for k in kids if k in markdown and spans[k][0] == spans[k][1]]:
+        item = max(spans[k][0] - 1, lo)
+        holder = next((j for j in kids if j != k and spans[j][0] <= item < spans[j][1]), None)
+        spans[k] = (item, item + 1)
+        if holder is not None:
+            kids.remove(k)
+            children.setdefault(holder, []).append(k)
+    kids.sort(key=lambda k: (spans[k][0], spans[k][1], k))
