@@ -225,7 +225,7 @@ def restore(masked: Masked, translation: str, alignment: Sequence[tuple[int, int
     children: dict[int, list[int]] = {}
     for k, m in enumerate(masked.marks):
         children.setdefault(m.parent, []).append(k)
-    markdown = {k for k, m in enumerate(masked.marks) if not m.is_point and m.text[:1] != "<"}
+    markdown = {k: m.text[-1] for k, m in enumerate(masked.marks) if m.close and m.text[0] != "<"}
     _settle((0, len(items.texts)), spans, children, markdown)
     return items.render(masked.marks, spans, children)
 
@@ -354,12 +354,12 @@ def _target_span(mark: Mark, where: _Source, items: _Items, plain: str) -> tuple
     return start, max(start, end)
 
 
-def _settle(bounds: tuple[int, int], spans: list, children: dict, markdown: set[int]) -> None:
+def _settle(bounds: tuple[int, int], spans: list, children: dict, markdown: dict) -> None:
     """Clamps each pair's children into its span, orders them by target position and moves a
     sibling that would overlap the one before it to that one's end: the top first, then each
     settled pair's children (a walk with a stack, however deep the nesting). A Markdown pair
-    (in `markdown`) left empty takes the item before it, inside the sibling that holds it if
-    one does: `****` would be no strong emphasis but two words of stars."""
+    (`markdown`: its index --> its delimiter's first character) left empty takes an item
+    next to it (`_fill`): `****` would be no strong emphasis but a word of stars."""
     todo = [(-1, bounds)]
     while todo:
         node, (lo, hi) = todo.pop()
@@ -375,17 +375,24 @@ def _settle(bounds: tuple[int, int], spans: list, children: dict, markdown: set[
             spans[k] = (start, max(spans[k][1], start))
             at = spans[k][1]
         if lo < hi and any(k in markdown and spans[k][0] == spans[k][1] for k in kids):
-            _fill(kids, spans, children, markdown, lo)
+            _fill(kids, spans, children, markdown, (lo, hi))
         todo += [(k, spans[k]) for k in kids]
 
 
-def _fill(kids: list[int], spans: list, children: dict, markdown: set[int], lo: int) -> None:
-    """Gives each empty Markdown pair among `kids` the item before it (or after it, at the
-    start): on its own where no sibling holds that item, else as that sibling's child (settled
-    with the sibling's children in turn)."""
+def _fill(kids: list[int], spans: list, children: dict, markdown: dict, bounds: tuple) -> None:
+    """Gives each empty Markdown pair among `kids` the item before it or the one after it:
+    on its own where no sibling holds it, else inside a sibling of another mark (`**` inside
+    `*` around one word would read as one `***`) or, failing both, the one before."""
+    lo, hi = bounds
     for k in [k for k in kids if k in markdown and spans[k][0] == spans[k][1]]:
-        item = max(spans[k][0] - 1, lo)
-        holder = next((j for j in kids if j != k and spans[j][0] <= item < spans[j][1]), None)
+        choices = []
+        for item in (spans[k][0] - 1, spans[k][0]):
+            if lo <= item < hi:
+                held = [j for j in kids if j != k and spans[j][0] <= item < spans[j][1]]
+                holder = held[0] if held else None
+                rank = 0 if holder is None else 1 if markdown.get(holder) != markdown[k] else 2
+                choices.append((rank, item, holder))
+        _, item, holder = min(choices)
         spans[k] = (item, item + 1)
         if holder is not None:
             kids.remove(k)
