@@ -101,7 +101,7 @@ def _links(text: str, taken: _Spans) -> list[Found]:
     pair as a stack does; a link holds no link (an image may)."""
     found: list[Found] = []
     openers: list[int] = []
-    at = 0
+    at = dead = 0  # `[` openers before `dead` are inside a link's text: no link of their own
     for m in re.finditer(r"!?\[|\]", text):
         bracket = m.end() - 1
         if (
@@ -116,16 +116,18 @@ def _links(text: str, taken: _Spans) -> list[Found]:
         if not openers:
             continue
         opener = openers.pop()
+        image = text[opener] == "!"
         destination = _DESTINATION.match(text, m.end())
-        if destination is None or taken.overlaps(m.start(), destination.end()):
+        if (opener < dead and not image) or destination is None:
+            continue
+        if taken.overlaps(m.start(), destination.end()):
             continue
         name = f"[{len(found)}"
-        image = text[opener] == "!"
         found += [(opener, opener + 1 + image, "open", name),
                   (m.start(), destination.end(), "close", name)]  # fmt: skip
         at = destination.end()
         if not image:
-            openers = [o for o in openers if text[o] == "!"]
+            dead = opener
     return found
 
 

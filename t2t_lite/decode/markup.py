@@ -384,17 +384,26 @@ def _fill(kids: list[int], spans: list, children: dict, markdown: dict, bounds: 
     on its own where no sibling holds it, else inside a sibling of another mark (`**` inside
     `*` around one word would read as one `***`) or, failing both, the one before."""
     lo, hi = bounds
+    held = sorted((spans[j][0], spans[j][1], j) for j in kids if spans[j][0] < spans[j][1])
+    starts = [start for start, _, _ in held]  # siblings that hold items do not overlap
+    claimed: dict[int, int] = {}  # an item a filled pair took on its own --> that pair
+
+    def holder(item: int) -> int | None:
+        i = bisect.bisect_right(starts, item) - 1
+        return held[i][2] if i >= 0 and held[i][1] > item else claimed.get(item)
+
     for k in [k for k in kids if k in markdown and spans[k][0] == spans[k][1]]:
         choices = []
         for item in (spans[k][0] - 1, spans[k][0]):
             if lo <= item < hi:
-                held = [j for j in kids if j != k and spans[j][0] <= item < spans[j][1]]
-                holder = held[0] if held else None
-                rank = 0 if holder is None else 1 if markdown.get(holder) != markdown[k] else 2
-                choices.append((rank, item, holder))
-        _, item, holder = min(choices)
+                j = holder(item)
+                rank = 0 if j is None else 1 if markdown.get(j) != markdown[k] else 2
+                choices.append((rank, item, j))
+        _, item, j = min(choices)
         spans[k] = (item, item + 1)
-        if holder is not None:
+        if j is None:
+            claimed[item] = k
+        else:
             kids.remove(k)
-            children.setdefault(holder, []).append(k)
+            children.setdefault(j, []).append(k)
     kids.sort(key=lambda k: (spans[k][0], spans[k][1], k))
