@@ -12,9 +12,9 @@ code, table pipes, lines of markup only) and `Unit`s to translate:
 
 Each unit's inline markup (tags and Markdown's bold, italics, links and code spans; nested at most
 `markup.MAX_NESTING` deep, else a ValueError naming the line) and placeholders are masked
-(`t2t_lite.decode.markup`), its plain text
-split into sentences (`t2t_lite.decode.sentences`), the sentences of the whole document
-translated in batches, and the markup put back by the sentences' word alignments.
+(`t2t_lite.decode.markup`), its plain text split into sentences (`t2t_lite.decode.sentences`),
+the sentences of the whole document translated in batches, and the markup put back by the
+sentences' word alignments.
 `translate_events` yields the progress as it goes (the sentences of each batch, each finished
 paragraph, then the document), which t2t-serve streams; `translate_document` returns the text.
 """
