@@ -171,3 +171,19 @@ def add_truncated_newer_checkpoint(folder) -> str:
             damaged = data[: len(data) // 2] if ".data-" in name else data
             (folder / name.replace("ckpt-1.", "ckpt-2.")).write_bytes(damaged)
     return str(folder / "ckpt-2.data-00000-of-00001")
+
+
+def reverse_engine(**kwargs):
+    """A document `Engine` (t2t_lite.decode.document) whose translation of each sentence is
+    its words reversed and upper-cased, with the alignment that says so."""
+    from t2t_lite.decode.document import Engine
+
+    def translate(sentences):
+        found = []
+        for sentence in sentences:
+            words = sentence.split()
+            n = len(words)
+            found.append((" ".join(reversed(words)).upper(), [(i, n - 1 - i) for i in range(n)]))
+        return found
+
+    return Engine(translate, **kwargs)

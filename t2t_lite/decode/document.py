@@ -10,9 +10,11 @@ code, table pipes, lines of markup only) and `Unit`s to translate:
 - a paragraph of several lines is translated as one text and wrapped again to the width of its
   longest line (tags are never broken across lines).
 
-Each unit's inline markup and placeholders are masked (`t2t_lite.decode.markup`), its plain text
-split into sentences (`t2t_lite.decode.sentences`), the sentences of the whole document
-translated in batches, and the markup put back by the sentences' word alignments.
+Each unit's inline markup (tags and Markdown's bold, italics, links and code spans; nested at most
+`markup.MAX_NESTING` deep, else a ValueError naming the line) and placeholders are masked
+(`t2t_lite.decode.markup`), its plain text split into sentences (`t2t_lite.decode.sentences`),
+the sentences of the whole document translated in batches, and the markup put back by the
+sentences' word alignments.
 `translate_events` yields the progress as it goes (the sentences of each batch, each finished
 paragraph, then the document), which t2t-serve streams; `translate_document` returns the text.
 """
@@ -75,7 +77,7 @@ def parse(text: str) -> list[str | Unit]:
             close()
             code = code != bool(_FENCE.match(line))
             pieces.append(line + newline)
-        elif not line.strip() or not markup.mask(line).plain:
+        elif not markup.has_text(line):
             close()  # a blank line, or a line of markup only (<ul>, </p>)
             pieces.append(line + newline)
         elif line.lstrip().startswith("|"):
@@ -114,7 +116,7 @@ def _table_row(line: str, number: int) -> list[str | Unit]:
         if k:
             pieces.append("|")
         stripped = cell.strip()
-        if stripped and markup.mask(stripped).plain:
+        if markup.has_text(stripped):
             lead = cell[: len(cell) - len(cell.lstrip())]
             pieces += [lead, Unit(stripped, number), cell[len(lead) + len(stripped) :]]
         else:
@@ -144,6 +146,7 @@ def translate_events(
     todo = [(u, s) for u, plan in enumerate(planned) for s in plan.sentences]
     yield {"event": "start", "paragraphs": [p.unit.text for p in planned], "sentences": len(todo)}
     done: list[list[tuple[str, Alignment | None]]] = [[] for _ in planned]
+    finished = {u: _finish(plan, []) for u, plan in enumerate(planned) if not plan.sentences}
     index, size = 0, 1
     while index < len(todo):
         chunk = todo[index : index + size]
@@ -153,10 +156,12 @@ def translate_events(
             yield {"event": "sentence", "index": index + k, "paragraph": u,
                    "source": sources[k], "translation": found[0]}  # fmt: skip
             if len(done[u]) == len(planned[u].sentences):
-                yield {"event": "paragraph", "paragraph": u, "text": _finish(planned[u], done[u])}
+                finished[u] = text = _finish(planned[u], done[u])
+                text = text.replace("\0", " ") if planned[u].unit.width else text
+                yield {"event": "paragraph", "paragraph": u, "text": text}
         index, size = index + len(chunk), batch
-    finished = iter(_finish(plan, found) for plan, found in zip(planned, done, strict=True))
-    out = "".join(p if isinstance(p, str) else _wrap(next(finished), p) for p in pieces)
+    texts = iter(_wrap(finished[u], plan.unit) for u, plan in enumerate(planned))
+    out = "".join(p if isinstance(p, str) else next(texts) for p in pieces)
     yield {"event": "done", "document": out}
 
 
@@ -169,7 +174,7 @@ def translate_document(
 
 
 def _plan(unit: Unit, engine: Engine, language: str, name: str) -> _Planned:
-    masked = markup.mask(unit.text, engine.breaks)
+    masked = _mask(unit.text, f"{name}:{unit.line}", engine.breaks)
     spans = masked.words()
     words = [masked.plain[s:e] for s, e in spans]
     sentences = split_sentences(masked.plain, spans, language) if words else []
@@ -179,9 +184,27 @@ def _plan(unit: Unit, engine: Engine, language: str, name: str) -> _Planned:
     return _Planned(unit, masked, words, sentences)
 
 
+def check(text: str, name: str = "document") -> None:
+    """Raises the ValueError `translate_events` would for `text` (markup nested too deep,
+    naming `name` and the line), without a model."""
+    for unit in parse(text):
+        if isinstance(unit, Unit):
+            _mask(unit.text, f"{name}:{unit.line}")
+
+
+def _mask(text: str, where: str, breaks=None) -> markup.Masked:
+    """`markup.mask`, its ValueError (markup nested too deep) naming `where` ("doc.md:3")."""
+    try:
+        return markup.mask(text, breaks)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
 def _finish(plan: _Planned, found: list[tuple[str, Alignment | None]]) -> str:
     """A paragraph's sentence translations joined, its markup put back over their alignments
-    (offset to the paragraph's words; without one, a sentence's words in proportion)."""
+    (offset to the paragraph's words; without one, a sentence's words in proportion). In a
+    paragraph to wrap, each space inside a mark is written as "\\0", so that `_wrap` never
+    breaks a line inside a tag, a link's destination or a code span."""
     words: list[str] = []
     pairs: list[tuple[int, int]] = []
     for sentence, (translation, alignment) in zip(plan.sentences, found, strict=True):
@@ -191,16 +214,22 @@ def _finish(plan: _Planned, found: list[tuple[str, Alignment | None]]) -> str:
             alignment = markup.proportional_alignment(size, len(target))
         pairs += [(sentence.start + i, len(words) + j) for i, j in alignment if i < size]
         words += target
-    return markup.restore(plan.masked, " ".join(words), pairs)
+    masked = plan.masked
+    if plan.unit.width:
+        marks = [
+            dataclasses.replace(m, text=m.text.replace(" ", "\0"), close=m.close.replace(" ", "\0"))
+            for m in masked.marks
+        ]
+        masked = dataclasses.replace(masked, marks=tuple(marks))
+    return markup.restore(masked, " ".join(words), pairs)
 
 
 def _wrap(text: str, unit: Unit) -> str:
-    """A paragraph's translation wrapped to its source's width (never inside a tag)."""
+    """A paragraph's translation (`_finish`) wrapped to its source's width."""
     if not unit.width:
         return text
-    protected = re.sub(r"<[^<>]*>", lambda m: m.group().replace(" ", "\0"), text)
     lines = textwrap.wrap(
-        protected,
+        text,
         unit.width,
         subsequent_indent=unit.indent,
         break_long_words=False,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from t2t_lite.data import iter_raw_lines
+from t2t_lite.decode.document import check
 from t2t_lite.decode.guidance import Terminology, read_guides
 from t2t_lite.decode.replicas import decode_strategy
 from t2t_lite.decode.translator import Hypothesis, Translator
@@ -272,11 +273,16 @@ def _decode_document(config: DecodeConfig, restore: Callable[[], Run] | None) ->
     if config.nbest > 1 or config.output_format != "text":
         raise ValueError("--input_format=document writes one translation: use --nbest=1 and "
                          "--output_format=text")  # fmt: skip
+    name = config.decode_from_file or STDIN
     text = read_document(config.decode_from_file) if config.decode_from_file else None
+    if text is not None:
+        check(text, name)  # markup nested too deep: refused before the model is restored
     terms = Terminology.read(config.terminology) if config.terminology else None
     translator = Translator.from_run((restore or config.restore)(), config.batch_tokens,
                                      config.jit_compile)  # fmt: skip
-    text = read_document(None) if text is None else text
+    if text is None:
+        text = read_document(None)
+        check(text, name)
     translated = translator.translate_document(text, config.source_language, terms)
     lines = translated.split("\n")
     if lines[-1] == "":  # write_lines ends every line

@@ -13,6 +13,7 @@ word.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -78,11 +79,11 @@ def fit_sentences(
 ) -> list[Sentence]:
     """`sentences` with each one of more than `max_tokens` tokens (`token_counts` of its text,
     EOS included) split until every piece fits; a warning names `name` (e.g. "doc.md:12")."""
-    todo, fitted = list(sentences), []
-    counts = token_counts([" ".join(words[s.start : s.end]) for s in todo])
+    todo, fitted = deque(sentences), []
+    counts = deque(token_counts([" ".join(words[s.start : s.end]) for s in todo]))
     warned = set()
     while todo:
-        sentence, count = todo.pop(0), counts.pop(0)
+        sentence, count = todo.popleft(), counts.popleft()
         if count <= max_tokens or sentence.end - sentence.start < 2:
             fitted.append(sentence)
             continue
@@ -97,6 +98,6 @@ def fit_sentences(
         cut = sentence.start + _cut(words[sentence.start : sentence.end])
         parts = [Sentence(sentence.start, cut), Sentence(cut, sentence.end)]
         warned.update(parts)
-        todo[:0] = parts
-        counts[:0] = token_counts([" ".join(words[p.start : p.end]) for p in parts])
+        todo.extendleft(reversed(parts))
+        counts.extendleft(reversed(token_counts([" ".join(words[p.start : p.end]) for p in parts])))
     return fitted

@@ -132,6 +132,7 @@ def test_user_errors_are_one_line_with_status_2(run_dir, tmp_path):
         text_files.append(f"--{name}={tmp_path / f'{name}.txt'}")
     exports = tmp_path / "exports"
     (exports / "3").mkdir(parents=True)
+    (tmp_path / "deep.md").write_text("<b>" * 10_000 + "1" + "</b>" * 10_000 + "\n")
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)
@@ -156,6 +157,12 @@ def test_user_errors_are_one_line_with_status_2(run_dir, tmp_path):
             "t2t-decode",
             [f"--output_dir={run}", f"--decode_from_file={run_dir / 'bad.txt'}"],
             f"t2t-decode: error: {run_dir / 'bad.txt'}:1: invalid UTF-8 at byte 5",
+        ),
+        "markup nested too deep": (
+            "t2t-decode",
+            [f"--output_dir={run}", "--input_format=document",
+             f"--decode_from_file={tmp_path / 'deep.md'}"],
+            f"t2t-decode: error: {tmp_path / 'deep.md'}:1: markup nested more than 100 levels deep",
         ),
         "nbest > beam": (
             "t2t-decode",

@@ -5,15 +5,18 @@ sentence on its own."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import html.parser
 import logging
+import re
 
 import pytest
-from decoding_helpers import write_tiny_run
+from decoding_helpers import reverse_engine, write_tiny_run
 
-from t2t_lite.decode.document import Engine, Unit, parse, translate_document, translate_events
-from t2t_lite.decode.markup import mask
+from t2t_lite.decode import inline_marks
+from t2t_lite.decode.document import Unit, parse, translate_document, translate_events
+from t2t_lite.decode.markup import MAX_NESTING, mask
 from t2t_lite.decode.runner import DecodeConfig, run_decode
 from t2t_lite.decode.sentences import Sentence, fit_sentences, split_sentences
 from t2t_lite.decode.translator import Translator
@@ -35,20 +38,6 @@ code = "kept. As it is."
 <li>Open the <a href="x.html">menu</a>.</li>
 </ul>
 """
-
-
-def reverse_engine(**kwargs) -> Engine:
-    """Each sentence's words reversed and upper-cased, with the alignment that says so."""
-
-    def translate(sentences):
-        found = []
-        for sentence in sentences:
-            words = sentence.split()
-            n = len(words)
-            found.append((" ".join(reversed(words)).upper(), [(i, n - 1 - i) for i in range(n)]))
-        return found
-
-    return Engine(translate, **kwargs)
 
 
 def test_parse_keeps_the_layout_and_finds_the_units():
@@ -223,3 +212,52 @@ def test_t2t_decode_input_format_document(run_dir, tmp_path):
         bad = DecodeConfig(**{**vars(config), flag: value})
         with pytest.raises(ValueError, match="--input_format=document"):
             run_decode(bad)
+
+
+MARKDOWN = '# 1 **2 3** 4\n\n5 *6 [7 8](https://x.org/a_b "t t")* `9 0` __1__ _2_ 3 ![4](x.png)\n'
+_MARKDOWN_MARK = re.compile(r"\*|_|`[^`]*`|!?\[|\]\([^)]*\)")
+
+
+def _markdown_marks(text: str) -> collections.Counter:
+    """The pairs and points of a text as a CommonMark reader pairs them (`inline_marks.find`,
+    held to markdown-it-py's reading in test_markup.py): (open, close) and (point, "")."""
+    found = inline_marks.find(text)
+    opens = {name: text[s:e] for s, e, kind, name in found if kind == "open"}
+    return collections.Counter(
+        (opens.pop(name), text[s:e]) if kind == "close" else (text[s:e], "")
+        for s, e, kind, name in found
+        if kind != "open"
+    )
+
+
+def test_markdown_marks_come_back_through_a_translator_and_t2t_decode(run_dir, tmp_path):
+    """Strong, emphasis, a link and an image (their text translated, the destination kept), a
+    code span (kept): each mark once, nested as in the source, around the words the model
+    gives for the plain text; t2t-decode writes the same."""
+    translator = Translator.from_run(str(run_dir / "out"), beam_size=2)
+    found = translator.translate_document(MARKDOWN)
+    heading, blank, paragraph, end = found.split("\n")
+    assert heading.startswith("# ") and blank == end == ""
+    assert _markdown_marks(found) == _markdown_marks(MARKDOWN) == collections.Counter(
+        [("**", "**"), ("*", "*"), ("[", '](https://x.org/a_b "t t")'), ("`9 0`", ""),
+         ("__", "__"), ("_", "_"), ("![", "](x.png)")]
+    )  # fmt: skip
+    assert found.count('](https://x.org/a_b "t t")') == found.count("`9 0`") == 1
+    expected = translator.translate(["1 2 3 4", "5 6 7 8 1 2 3 4"])
+    for text, plain in zip((heading[2:], paragraph), expected, strict=True):
+        assert _MARKDOWN_MARK.sub(" ", text).split() == plain.split()
+    config = _document_config(run_dir, tmp_path, MARKDOWN)
+    assert run_decode(config) == 3
+    assert (tmp_path / "out.md").read_text() == found
+
+
+def test_markup_nested_too_deep_is_refused_by_line_before_the_model_loads(run_dir, tmp_path):
+    deep = "1 2\n\n3 " + "<b>" * 10_000 + "4" + "</b>" * 10_000 + "\n"
+    config = _document_config(run_dir, tmp_path, deep)
+    message = f"^{tmp_path / 'doc.md'}:3: markup nested more than {MAX_NESTING} levels deep"
+    with pytest.raises(ValueError, match=message):
+        run_decode(config, restore=lambda: pytest.fail("restored"))
+    assert not (tmp_path / "out.md").exists()
+    translator = Translator.from_run(str(run_dir / "out"), beam_size=2)
+    with pytest.raises(ValueError, match=f"^document:3: markup nested more than {MAX_NESTING}"):
+        translator.translate_document(deep)

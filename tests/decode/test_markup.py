@@ -9,7 +9,15 @@ import random
 
 import pytest
 
-from t2t_lite.decode.markup import Mark, mask, proportional_alignment, restore
+from t2t_lite.decode import inline_marks
+from t2t_lite.decode.markup import (
+    MAX_NESTING,
+    Mark,
+    has_text,
+    mask,
+    proportional_alignment,
+    restore,
+)
 
 
 def test_mask_takes_tags_and_placeholders_out_of_the_text():
@@ -136,3 +144,77 @@ def test_every_tag_comes_back_once_and_well_nested(seed):
     stripped.handle_data = pieces.append
     stripped.feed(out)
     assert "".join(pieces).split() == target
+
+
+@pytest.mark.parametrize(
+    "text, marks",
+    [
+        ("**a** and __b__", [("**", "open"), ("**", "close"), ("__", "open"), ("__", "close")]),
+        ("*a* _b_", [("*", "open"), ("*", "close"), ("_", "open"), ("_", "close")]),
+        ("***x***", [("*", "open"), ("**", "open"), ("**", "close"), ("*", "close")]),
+        ("**a *b** c*", [("*", "open"), ("*", "open"), ("*", "open"), ("*", "close"),
+                         ("*", "close"), ("*", "close")]),
+        ("*a **b** c*", [("*", "open"), ("**", "open"), ("**", "close"), ("*", "close")]),
+        ('[the menu](https://x.org/a_b "The *menu*")',
+         [("[", "open"), ('](https://x.org/a_b "The *menu*")', "close")]),
+        ("![a logo](logo.png)", [("![", "open"), ("](logo.png)", "close")]),
+        ("`a **b** <i>` c", [("`a **b** <i>`", "point")]),
+        ("``a ` b`` c", [("``a ` b``", "point")]),
+        # none: spaced stars, underscores inside words, escapes, a bracket without a destination
+        ("2 * 3 * 4, snake_case_name, \\*a\\*, [a] b, `open", []),
+        ('<a title="x>y" data-v=\'1>2\'>z</a>',
+         [('<a title="x>y" data-v=\'1>2\'>', "open"), ("</a>", "close")]),
+        ("see <https://x.org> or <me@x.org>",
+         [("<https://x.org>", "point"), ("<me@x.org>", "point")]),
+    ],
+)  # fmt: skip
+def test_markdown_marks_are_found_as_commonmark_pairs_them(text, marks):
+    """CommonMark's pairing (checked against markdown-it-py's rendering of the same texts)."""
+    assert [(text[s:e], kind) for s, e, kind, _ in inline_marks.find(text)] == marks
+
+
+@pytest.mark.parametrize(
+    "source, translation, alignment, expected",
+    [
+        ("Press **Enter** now.", "Drücken Sie jetzt die Eingabetaste.",
+         [(0, 0), (1, 4), (2, 2)], "Drücken Sie jetzt die **Eingabetaste**."),
+        ("Open *the [File menu](https://x.org/a_b)* or run `ls -l`.",
+         "Öffnen Sie das Menü Datei oder führen Sie aus.",
+         [(0, 0), (1, 2), (2, 4), (3, 3), (4, 5), (5, 6)],
+         "Öffnen Sie *das [Menü Datei](https://x.org/a_b)* oder führen `ls -l` Sie aus."),
+        ('A <a title="x>y">link</a> here', "Ein Link hier", [(0, 0), (1, 1), (2, 2)],
+         'Ein <a title="x>y">Link</a> hier'),
+        # a Markdown pair is never written empty ("****"): with no target aligned, in
+        # proportion; pushed out by a sibling, around the item before it, inside that sibling
+        ("a **b** c", "A C", [(0, 0), (2, 1)], "**A** C"),
+        ("*a b* __c__", "X Y", [(0, 0), (1, 1), (2, 1)], "*X __Y__*"),
+    ],
+)  # fmt: skip
+def test_markdown_marks_come_back_around_their_words(source, translation, alignment, expected):
+    assert restore(mask(source), translation, alignment) == expected
+
+
+def test_markup_nested_past_the_limit_is_refused_in_one_message():
+    deepest = "<b>" * MAX_NESTING + "x y" + "</b>" * MAX_NESTING
+    masked = mask(deepest)
+    assert masked.plain == "x y" and len(masked.marks) == MAX_NESTING
+    assert (
+        restore(masked, "Y X", [(0, 1), (1, 0)])
+        == "<b>" * MAX_NESTING + "Y X" + "</b>" * MAX_NESTING
+    )
+    for text in ("<b>" * (MAX_NESTING + 1) + "x" + "</b>" * (MAX_NESTING + 1),
+                 "<b>" * 10_000 + "x" + "</b>" * 10_000,
+                 "*" * 300 + "x" + "*" * 300):  # fmt: skip
+        with pytest.raises(ValueError, match=f"^markup nested more than {MAX_NESTING} levels deep"):
+            mask(text)
+    # 10,000 opens never closed, or closes never opened, nest nothing: points, each kept once
+    for text in ("<b>" * 10_000 + "x", "x" + "</b>" * 10_000):
+        out = restore(mask(text), "X", [(0, 0)])
+        assert (
+            out.count("b>") == 10_000 and out.replace("<b>", "").replace("</b>", "").strip() == "X"
+        )
+
+
+def test_has_text_says_whether_anything_but_marks_is_left():
+    assert not has_text(' <ul> </p><br/> `code` <a href="x>y"> ')
+    assert has_text("<li>Open") and has_text("**a**") and not has_text("")

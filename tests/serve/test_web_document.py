@@ -12,6 +12,7 @@ import serve_helpers
 from fastapi.testclient import TestClient
 
 from t2t_lite.decode.guidance import Terminology
+from t2t_lite.decode.markup import MAX_NESTING
 from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
 from t2t_lite.serve.web.api import Limits
@@ -117,6 +118,45 @@ def test_bad_documents_are_named(client, body, status, field):
     answer = client.post("/api/document", json=body)
     assert answer.status_code == status, answer.text
     assert answer.json()["field"] == field
+
+
+MARKDOWN = 'we saw **the box** and *a [red door](https://x.org/a_b "Door")* `{x} <b>` here\n'
+
+
+def test_markdown_marks_come_back_as_from_python(client, output_dir):
+    """The page's API keeps Markdown's marks as `Translator.translate_document` does (held
+    there to each mark once, nested as in the source): the link's destination and the code
+    span byte for byte."""
+    answer = client.post("/api/document", json={"text": MARKDOWN, "stream": False})
+    assert answer.status_code == 200, answer.text
+    found = answer.json()["document"]
+    assert found == Translator.from_run(Run.restore(output_dir)).translate_document(MARKDOWN)
+    for mark, count in (("**", 2), ('](https://x.org/a_b "Door")', 1), ("`{x} <b>`", 1)):
+        assert found.count(mark) == count, found
+    assert found.count("*") == 6 and found.count("[") == 1
+
+
+def test_markup_nested_too_deep_is_a_422_streamed_or_not(output_dir):
+    """1,000 nested tags (7 KB): refused by line before any event, streamed or not, and the
+    one slot is free again for the next document (a `>` quoted in an attribute)."""
+    deep = "we saw\n\nthe " + "<b>" * 1000 + "box" + "</b>" * 1000 + "\n"
+    limits = Limits(max_sentences=4, max_characters=2500, max_concurrent=1, max_beam_size=6)
+    quoted = 'we saw <a title="x>y">the box</a> here\n'
+    with TestClient(create_app(load_backend(output_dir=output_dir), limits)) as client:
+        for stream in (False, True):
+            answer = client.post("/api/document", json={"text": deep, "stream": stream})
+            assert answer.status_code == 422, answer.text
+            assert answer.json() == {
+                "field": "text",
+                "error": f"text:3: markup nested more than {MAX_NESTING} levels deep (at "
+                "'<b>'); flatten it",
+            }
+        answer = client.post("/api/document", json={"text": quoted, "stream": False})
+    assert answer.status_code == 200, answer.text
+    found = answer.json()["document"]
+    assert found == Translator.from_run(Run.restore(output_dir)).translate_document(quoted)
+    assert found.count('<a title="x>y">') == found.count("</a>") == 1
+    assert found.index('<a title="x>y">') < found.index("</a>")
 
 
 @pytest.mark.slow  # an export: about 40 s

@@ -12,12 +12,15 @@ server-sent events (`text/event-stream`), one per step of `translate_events`:
 
 With `"stream": false` the answer is {"document": ..., "settings": ...} once all is done. A
 document holds up to --max_sentences x --max_characters characters; it takes one of the
---max_concurrent slots for as long as it runs.
+--max_concurrent slots for as long as it runs. A document that cannot be read (markup nested
+deeper than `t2t_lite.decode.markup.MAX_NESTING`) is a 422 naming its line, streamed or not,
+before any event.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator, Sequence
 
@@ -101,8 +104,17 @@ def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate)
         terms = check_terminology(request.terminology, limits)
         if terms is not None:
             api.check_guided(settings, chosen.capabilities, "terminology", constrained=True)
-        events = translate_events(text, backend_engine(chosen, settings, terms), language)
+        events = translate_events(text, backend_engine(chosen, settings, terms), language, "text")
         release = gate.hold()  # 429 at once when every slot is busy
+        try:  # the document read and split before anything is sent: its faults are a 422
+            start = await asyncio.to_thread(next, events)
+        except ValueError as error:  # markup nested too deep, named by its line
+            release()
+            raise api.ApiError(422, "text", str(error)) from None
+        except BaseException:
+            release()
+            raise
+        events = itertools.chain([start], events)
         if not request.stream:
             try:
                 *_, last = await asyncio.to_thread(list, events)
