@@ -27,9 +27,10 @@ def average_run(
     Returns:
       (the averaged checkpoint's path, the checkpoints averaged).
     """
-    model = build_model(RunInfo.load(output_dir))
+    info = RunInfo.load(output_dir)
+    model = build_model(info)
     if adapter.is_adapter_run(output_dir):  # its checkpoints hold the adapter alone
-        record = adapter.AdapterRecord.load(output_dir)
+        record = adapter.AdapterRecord.load(output_dir, info.hparams.d_model)
         lora.enable(model, record.rank, record.alpha)
         model = lora.adapter_weights(model)
     source = os.path.join(output_dir, CHECKPOINT_DIR)

@@ -49,9 +49,12 @@ def restore_model(
     with a warning naming the file); the model part of `Run.restore`. A CheckpointError names
     the file when nothing is readable, or when a given `checkpoint` is unreadable."""
     info = RunInfo.load(output_dir)
-    model = build_model(info)
+    record = None
     if adapter.is_adapter_run(output_dir):  # base + LoRA adapter (t2t_lite.run.adapter)
-        return model, info, adapter.restore_adapted(model, output_dir, checkpoint)
+        record = adapter.AdapterRecord.load(output_dir, info.hparams.d_model)
+    model = build_model(info)
+    if record is not None:
+        return model, info, adapter.restore_adapted(model, record, output_dir, checkpoint)
     path = restore_checkpoint(tf.train.Checkpoint(model=model), output_dir, checkpoint)
     return model, info, path
 

@@ -167,7 +167,13 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before
     if not config.lora_rank and is_adapter_run(config.output_dir):
         raise ConflictingRunError(
             f"{config.output_dir} holds a LoRA adapter of rank "
-            f"{AdapterRecord.load(config.output_dir).rank}: resume it with that --lora_rank"
+            f"{AdapterRecord.load(config.output_dir, hparams.d_model).rank}: resume it with "
+            "that --lora_rank"
+        )
+    if config.lora_rank > hparams.d_model:
+        raise ValueError(
+            f"--lora_rank={config.lora_rank} is above the width of the layers it adapts "
+            f"(d_model={hparams.d_model}); pass a rank in [1, {hparams.d_model}]"
         )
     if config.lora_rank:  # an adapter run: the parent's weights frozen under LoRA
         vocab = problem.tokenizer(config.data_dir).path
