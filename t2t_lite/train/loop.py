@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite.hparams import HParams
+from t2t_lite.model import footprint
 from t2t_lite.problems import datagen_options
 from t2t_lite.run.adapter import AdapterRecord, is_adapter_run
 
@@ -178,6 +179,12 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before
     if config.lora_rank:  # an adapter run: the parent's weights frozen under LoRA
         vocab = problem.tokenizer(config.data_dir).path
         prepare = functools.partial(prepare_adapter, config=config, vocab=vocab, chief=chief)
+    chosen = f"--hparams_set={hparams_set}" + (
+        f" --hparams={config.hparams_overrides}" if config.hparams_overrides else ""
+    )
+    footprint.check_fits(
+        hparams, info.vocab_size, chosen, adapter_rank=config.lora_rank, training=True
+    )
     trainer = Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size, prepare)
     keeper = CheckpointKeeper(
         trainer.checkpoint(),

@@ -61,6 +61,48 @@ def test_t2t_decode_refuses_it_in_one_line(tmp_path):
     assert lines[-1].startswith(f"t2t-decode: error: {path} is not a valid run description")
 
 
+# Each within its bound (LIMITS), together 939,741,184 weights: 3.8 GB to restore.
+BIG = {"d_model": 4096, "d_ff": 16384, "num_heads": 8, "d_k": 0, "d_v": 0,
+       "num_encoder_layers": 2, "num_decoder_layers": 2}  # fmt: skip
+
+
+def test_a_run_above_the_memory_left_is_refused_before_it_is_built(tmp_path, monkeypatch):
+    from t2t_lite.model import footprint
+    from t2t_lite.run.run import restore_model
+
+    output_dir, _, _ = write_tiny_run(tmp_path)
+    restore_model(str(output_dir))  # the tiny run fits
+    path = _edit_hparams(output_dir, **BIG)
+    monkeypatch.setattr(footprint, "available_memory", lambda: (2 * 10**9, "available memory"))
+    with pytest.raises(footprint.ModelTooLargeError) as refused:
+        restore_model(str(output_dir))
+    assert str(refused.value) == (
+        f"{path}: the model it describes needs at least 3.8 GB (939,741,184 float32 weights), "
+        "but this process may take 2.0 GB (available memory); use a machine with more memory, "
+        "or a smaller model (d_model, d_ff, layers, vocabulary, adapter rank)"
+    )
+    _crafted_adapter(output_dir, json.dumps({**ADAPTER, "rank": 4096}))
+    with pytest.raises(footprint.ModelTooLargeError, match=r"hparams.json with adapter.json: "):
+        restore_model(str(output_dir))
+
+
+def test_t2t_decode_refuses_a_model_no_machine_holds_in_one_line(tmp_path):
+    output_dir, _, _ = write_tiny_run(tmp_path)
+    path = _edit_hparams(output_dir, d_model=65_536, d_ff=262_144, num_heads=64, d_k=0, d_v=0)
+    done = subprocess.run(
+        [os.path.join(BIN, "t2t-decode"), f"--output_dir={output_dir}"],
+        input="1 2\n", capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    # 1 + 1 layers: 4 x 65,536^2 + 2 x 65,536 x 262,144 and 8 x 65,536^2 + 2 x 65,536 x 262,144
+    # weights, and the biases, norms and embedding: 120 billion, 481 GB
+    assert lines[-1].startswith(
+        f"t2t-decode: error: {path}: the model it describes needs at least 481.0 GB "
+        "(120,261,246,976 float32 weights), but this process may take "
+    ), lines[-1]
+
+
 @pytest.mark.parametrize("vocab_size", [0, 10**9, True])
 def test_a_crafted_vocabulary_size_is_refused(tmp_path, vocab_size):
     output_dir, _, _ = write_tiny_run(tmp_path)
