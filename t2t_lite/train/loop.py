@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from t2t_lite.data import shard_check
 from t2t_lite.hparams import HParams
 from t2t_lite.model import footprint
 from t2t_lite.problems import datagen_options
@@ -220,7 +221,8 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before
         advice = Advice(problem, config, hparams_set, hparams, info.vocab_size)
     loop = StepLoop(problem, config, trainer, keeper, strategy, chief, limits, late, advice)
     limits.start(start)
-    with cluster.lost_workers(workers > 1, lambda: keeper.manager.latest_checkpoint):
+    damage_named = shard_check.damaged_shards_named(config.data_dir)  # the file, if one is
+    with damage_named, cluster.lost_workers(workers > 1, lambda: keeper.manager.latest_checkpoint):
         if trainer.budget is not None and limits.expired():
             logging.info(
                 "the budget of %g minutes is spent (step %d): nothing left to train; start a "
