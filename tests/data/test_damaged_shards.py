@@ -52,20 +52,19 @@ def _flip(path) -> None:
 DAMAGES = {"truncated": _truncate, "bit-flipped": _flip}
 
 
-@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("how", [*DAMAGES, "deleted"])
 def test_datagen_rerun_writes_a_damaged_shard_again(generated, data_dir, how, caplog):
     shard = data_dir / "train-00000.tfrecord"
     kept = {name: (data_dir / name).stat().st_mtime_ns for name in os.listdir(data_dir)}
-    DAMAGES[how](shard)
-    reason = shard_check.damage(str(shard))
+    DAMAGES.get(how, os.remove)(shard)
+    reason = shard_check.damage(str(shard)) if shard.exists() else "missing"
     size = (generated / "train-00000.tfrecord").stat().st_size
-    assert (
-        reason
-        == {
-            "truncated": f"{size // 2:,} bytes where train-00000.stats.json records {size:,}",
-            "bit-flipped": "its SHA-256 is not the one train-00000.stats.json records",
-        }[how]
-    )
+    expected = {
+        "truncated": f"{size // 2:,} bytes where train-00000.stats.json records {size:,}",
+        "bit-flipped": "its SHA-256 is not the one train-00000.stats.json records",
+        "deleted": "missing",
+    }
+    assert reason == expected[how]
     caplog.set_level("WARNING", logger="absl")
     metadata = get_problem(PROBLEM).generate_data(str(data_dir), **OPTIONS)
     assert f"{shard} is damaged ({reason}): writing it again" in caplog.text
