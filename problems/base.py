@@ -183,7 +183,8 @@ class Problem:
         """Writes the vocabulary, TFRecord shards and metadata.json into `data_dir`.
 
         Idempotent: a finished data_dir is left alone, an interrupted one is completed (the
-        vocabulary and finished shards are kept). `num_processes` (an option of every problem)
+        vocabulary and finished shards are kept), and a damaged shard (truncated, altered or
+        missing) is written again. `num_processes` (an option of every problem)
         chooses how many processes write the shards (`datagen_processes`). Returns the metadata.
         """
         processes = datagen_processes(options.pop("num_processes", None), self.examples_per_shard)
@@ -192,7 +193,7 @@ class Problem:
         os.makedirs(data_dir, exist_ok=True)
         self._check_state(data_dir, state, options)
         metadata_path = os.path.join(data_dir, METADATA)
-        if os.path.isfile(metadata_path):
+        if os.path.isfile(metadata_path) and not self._damaged_shards(data_dir):
             logging.info("%s is complete (%s exists); nothing to do", data_dir, METADATA)
             return read_metadata(data_dir)
         atomic_io.remove_stale_temporaries(data_dir)
@@ -283,6 +284,20 @@ class Problem:
         return [os.path.join(data_dir, name) for name in splits[split]["shards"]]
 
     # --- internals ----------------------------------------------------------------------------
+
+    def _damaged_shards(self, data_dir: str) -> list[str]:
+        """The shards metadata.json lists that are not as datagen wrote them, each named in a
+        warning: a rerun writes them again (`t2t_lite.data.shard_check`)."""
+        damaged = []
+        for split in read_metadata(data_dir)["splits"]:
+            for shard in self.split_files(data_dir, split):
+                if not os.path.isfile(shard):
+                    reason = "missing"
+                elif not (reason := data.shard_check.damage(shard)):
+                    continue
+                logging.warning("%s is damaged (%s): writing it again", shard, reason)
+                damaged.append(shard)
+        return damaged
 
     def _check_state(self, data_dir: str, state: dict, options: dict[str, Any]) -> None:
         """Refuses a data_dir written for another problem, other options or other input files."""

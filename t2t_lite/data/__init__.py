@@ -35,7 +35,7 @@ _LAZY = {
 }
 
 
-_SUBMODULES = ("pipeline", "shards", "tokenizers", "vocab_builders")
+_SUBMODULES = ("pipeline", "shard_check", "shards", "tokenizers", "vocab_builders")
 
 
 def __getattr__(name: str):

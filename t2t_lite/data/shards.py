@@ -3,8 +3,10 @@
 A split is cut into chunks of `examples_per_shard` source pairs in generation order; chunk k
 becomes shard `<split>-<k:05d>.tfrecord` (examples shuffled within it from a fixed seed) and then
 its statistics file `<split>-<k:05d>.stats.json`. Both are written under a temporary name and
-renamed, the statistics last, so a shard counts as done only when its statistics exist. A rerun
-skips the chunks that are done without tokenizing them again.
+renamed, the statistics last, so a shard counts as done only when its statistics exist; they
+record the shard's bytes and SHA-256. A rerun skips the chunks that are done without tokenizing
+them again, and writes again a shard whose bytes are not the recorded ones
+(`t2t_lite.data.shard_check`).
 
 With `num_processes` > 1 the chunks are tokenized and written by worker processes
 (`t2t_lite.data.shard_workers`), each running `_write_chunk` on whole chunks: the same shards,
@@ -25,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite.data import shard_workers
+from t2t_lite.data import shard_check, shard_workers
 from t2t_lite.data.tokenizers import Tokenizer
 from t2t_lite.runtime import atomic_io
 from t2t_lite.runtime.progress import RateMeter, resident_memory
@@ -82,6 +84,7 @@ def _write_chunk(
         with tf.io.TFRecordWriter(tmp) as writer:
             for i in order:
                 writer.write(serialize_example(inputs[i].tolist(), targets[i].tolist()))
+        written = shard_check.fingerprint(tmp)  # its bytes and SHA-256, to check it later
         atomic_io.commit(tmp, path)
     except (tf.errors.ResourceExhaustedError, OSError) as error:  # a full disk (ENOSPC)
         if os.path.exists(tmp):
@@ -93,6 +96,7 @@ def _write_chunk(
         **stamp,
         "shard": shard_name(split, index),
         "examples": len(kept),
+        **written,
         "skipped_empty": len(chunk) - len(kept),
         "input_lengths": dict(collections.Counter(len(x) for x in inputs)),
         "target_lengths": dict(collections.Counter(len(x) for x in targets)),
@@ -108,16 +112,23 @@ def _chunks(pairs: Iterable[tuple[str, str]], size: int) -> Iterator[list[tuple[
 
 
 def _finished_shard(data_dir: str, split: str, index: int, stamp: dict) -> dict | None:
-    """The statistics of a shard an earlier run finished with the same vocabulary, else None."""
+    """The statistics of a shard an earlier run finished with the same vocabulary, else None;
+    None too, with a warning, for a damaged shard (`shard_check.damage`), written again."""
     stats_path = os.path.join(data_dir, _stats_name(split, index))
-    if not (
-        os.path.isfile(stats_path)
-        and os.path.isfile(os.path.join(data_dir, shard_name(split, index)))
-    ):
+    shard = os.path.join(data_dir, shard_name(split, index))
+    if not (os.path.isfile(stats_path) and os.path.isfile(shard)):
         return None
-    with open(stats_path) as f:
-        stats = json.load(f)
-    return stats if all(stats.get(k) == v for k, v in stamp.items()) else None
+    try:
+        with open(stats_path) as f:
+            stats = json.load(f)
+    except ValueError:  # a damaged statistics file: the shard is written again
+        return None
+    if not isinstance(stats, dict) or any(stats.get(k) != v for k, v in stamp.items()):
+        return None
+    if reason := shard_check.damage(shard):
+        logging.warning("%s is damaged (%s): writing it again", shard, reason)
+        return None
+    return stats
 
 
 def write_split(

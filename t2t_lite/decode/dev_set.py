@@ -9,6 +9,7 @@ import os
 
 import tensorflow as tf
 
+from t2t_lite.data import shard_check
 from t2t_lite.data.pipeline import parse_examples
 from t2t_lite.run.run import Run
 
@@ -30,9 +31,10 @@ def dev_pairs(run: Run, max_examples: int) -> tuple[list[str], list[str]]:
     files = run.problem.split_files(run.data_dir, "dev")
     dataset = tf.data.TFRecordDataset(files).take(max_examples).batch(256).map(parse_examples)
     sources, references = [], []
-    for batch in dataset:
-        for texts, ids in ((sources, batch["inputs"]), (references, batch["targets"])):
-            texts.extend(t.decode("utf-8") for t in run.tokenizer.decode(ids).numpy())
+    with shard_check.damaged_shards_named(run.data_dir):
+        for batch in dataset:
+            for texts, ids in ((sources, batch["inputs"]), (references, batch["targets"])):
+                texts.extend(t.decode("utf-8") for t in run.tokenizer.decode(ids).numpy())
     return sources, references
 
 

@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite.data import VOCAB_FILES
+from t2t_lite.data import VOCAB_FILES, shard_check
 from t2t_lite.data.pipeline import parse_examples
 from t2t_lite.data.shards import serialize_example, summarize
 from t2t_lite.decode.batches import token_batches
@@ -224,14 +224,9 @@ def teacher_stamp(run: Run, vocab_sha256: str) -> dict:
     return json.loads(json.dumps(stamp))
 
 
-def stats_name(shard: str) -> str:
-    """train-00003.tfrecord --> train-00003.stats.json, as t2t-datagen names them."""
-    return shard.removesuffix(".tfrecord") + ".stats.json"
-
-
 def finished_shard(output_dir: str, shard: str, stamp: dict) -> dict | None:
     """The statistics of `shard` in output_dir if an earlier run finished it with `stamp`."""
-    path = os.path.join(output_dir, stats_name(shard))
+    path = os.path.join(output_dir, shard_check.stats_path(shard))
     if not (os.path.isfile(path) and os.path.isfile(os.path.join(output_dir, shard))):
         return None
     try:
@@ -240,6 +235,9 @@ def finished_shard(output_dir: str, shard: str, stamp: dict) -> dict | None:
     except ValueError:  # damaged: written again
         return None
     if not isinstance(stats, dict) or any(stats.get(k) != v for k, v in stamp.items()):
+        return None
+    if reason := shard_check.damage(os.path.join(output_dir, shard)):
+        logging.warning("%s is damaged (%s): translating it again", shard, reason)
         return None
     return stats
 
@@ -259,12 +257,13 @@ def distill_shard(
         **stamp,
         "shard": name,
         "examples": len(inputs),
+        **shard_check.fingerprint(os.path.join(output_dir, name)),
         "skipped_empty": 0,
         "kept_reference": kept,
         "input_lengths": dict(collections.Counter(len(x) for x in inputs)),
         "target_lengths": dict(collections.Counter(len(y) for y in targets)),
     }
-    atomic_io.write_json(os.path.join(output_dir, stats_name(name)), stats)
+    atomic_io.write_json(os.path.join(output_dir, shard_check.stats_path(name)), stats)
     progress.finished(kept)
     return stats
 
@@ -273,9 +272,10 @@ def read_shard(path: str) -> tuple[list[list[int]], list[list[int]]]:
     """(inputs, targets) of a t2t-datagen shard: id lists ending in EOS, in the file's order."""
     inputs: list[list[int]] = []
     targets: list[list[int]] = []
-    for batch in tf.data.TFRecordDataset(path).batch(4096).map(parse_examples):
-        inputs += batch["inputs"].to_list()
-        targets += batch["targets"].to_list()
+    with shard_check.damaged_shards_named(os.path.dirname(path)):
+        for batch in tf.data.TFRecordDataset(path).batch(4096).map(parse_examples):
+            inputs += batch["inputs"].to_list()
+            targets += batch["targets"].to_list()
     return inputs, targets
 
 

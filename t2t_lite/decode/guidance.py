@@ -21,6 +21,7 @@ from absl import logging
 
 from t2t_lite.data import iter_raw_lines
 from t2t_lite.decode.terminology import phrases_met
+from t2t_lite.vocabulary import UNK_ID
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +128,7 @@ def encode_guides(
     fit in what is left, with every phrase after it, each with a warning naming the line (the
     exported `guided` signature keeps the same ones)."""
     prefixes, phrases = [], []
+    report_unknown_characters(tokenizer, guides, names)
     for guide, limit, name in zip(guides, max_lengths, names, strict=True):
         room = limit - 1  # EOS
         prefix = _encode(tokenizer, guide.prefix.strip()) if guide.prefix.strip() else []
@@ -170,6 +172,32 @@ def encode_guides(
 
 def _encode(tokenizer, text: str) -> list[int]:
     return [int(i) for i in tokenizer.encode_py(text)]
+
+
+def report_unknown_characters(tokenizer, guides: Sequence[Guide], names: Sequence[str]) -> str:
+    """Warns once for the guides' prefixes and phrases that hold characters the vocabulary
+    lacks (each read as the unknown piece, which SentencePiece writes back as ` ⁇ `, so the
+    translation would start with it), naming the characters and the lines; returns the
+    characters found."""
+    found: dict[str, None] = {}
+    lines = []
+    for guide, name in zip(guides, names, strict=True):
+        texts = [t for t in (guide.prefix, *guide.constraints) if t.strip()]
+        if not any(UNK_ID in _encode(tokenizer, t) for t in texts):
+            continue
+        chars = [c for t in texts for c in t if not c.isspace()]
+        unknown = [c for c in dict.fromkeys(chars) if UNK_ID in _encode(tokenizer, c)]
+        found.update(dict.fromkeys(unknown))
+        lines.append(name)
+    if lines:
+        more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""
+        logging.warning(
+            "the prefix or constraints of %s hold characters the vocabulary lacks, read as the "
+            "unknown piece (shown as ⁇): %s",
+            ", ".join(lines[:5]) + more,
+            " ".join(repr(c) for c in found) or "(pieces of known characters)",
+        )
+    return "".join(found)
 
 
 def report_unplaced(output_ids: Sequence[Sequence[int]], phrases, names) -> int:

@@ -10,11 +10,10 @@ import numpy as np
 from absl import logging
 
 from t2t_lite.model import lora
-from t2t_lite.run import adapter, checkpoints
+from t2t_lite.run import checkpoints
 from t2t_lite.run.checkpoints import CheckpointError, checkpoint_step, list_checkpoints
 from t2t_lite.run.layout import AVERAGED_DIR, AVERAGED_INFO, CHECKPOINT_DIR
-from t2t_lite.run.run import build_model
-from t2t_lite.run.run_info import RunInfo
+from t2t_lite.run.run import build_model, load_run
 from t2t_lite.runtime import atomic_io
 
 
@@ -27,9 +26,9 @@ def average_run(
     Returns:
       (the averaged checkpoint's path, the checkpoints averaged).
     """
-    model = build_model(RunInfo.load(output_dir))
-    if adapter.is_adapter_run(output_dir):  # its checkpoints hold the adapter alone
-        record = adapter.AdapterRecord.load(output_dir)
+    info, record = load_run(output_dir)
+    model = build_model(info)
+    if record is not None:  # an adapter run: its checkpoints hold the adapter alone
         lora.enable(model, record.rank, record.alpha)
         model = lora.adapter_weights(model)
     source = os.path.join(output_dir, CHECKPOINT_DIR)

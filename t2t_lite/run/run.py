@@ -21,13 +21,13 @@ from absl import logging
 from t2t_lite.data import Tokenizer
 from t2t_lite.data.shortlist import Shortlist, load_or_build
 from t2t_lite.hparams import HParams, SearchSettings
-from t2t_lite.model import Transformer, ensemble, lora
+from t2t_lite.model import Transformer, ensemble, footprint, lora
 from t2t_lite.model.layers import int8_product
 from t2t_lite.model.quantize import quantize_model, quantized_layers
 from t2t_lite.problems import Problem, get_problem
 from t2t_lite.run import adapter
 from t2t_lite.run.checkpoints import restore_checkpoint
-from t2t_lite.run.layout import RUN_INFO_FILE, SEARCH_FILE
+from t2t_lite.run.layout import ADAPTER_FILE, RUN_INFO_FILE, SEARCH_FILE
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
 
@@ -41,6 +41,22 @@ def build_model(info: RunInfo) -> Transformer:
     return model
 
 
+def load_run(output_dir: str) -> tuple[RunInfo, adapter.AdapterRecord | None]:
+    """The run's hparams.json and, for an adapter run, its adapter.json (None otherwise), each
+    checked field by field; a ModelTooLargeError when the model they describe would not fit in
+    the memory this process may take (`footprint.check_fits`), before anything is built."""
+    info = RunInfo.load(output_dir)
+    record = None
+    if adapter.is_adapter_run(output_dir):  # base + LoRA adapter (t2t_lite.run.adapter)
+        record = adapter.AdapterRecord.load(output_dir, info.hparams.d_model)
+    source = os.path.join(output_dir, RUN_INFO_FILE)
+    if record is not None:
+        source += f" with {ADAPTER_FILE}"
+    rank = record.rank if record is not None else 0
+    footprint.check_fits(info.hparams, info.vocab_size, source, adapter_rank=rank)
+    return info, record
+
+
 def restore_model(
     output_dir: str, checkpoint: str | None = None
 ) -> tuple[Transformer, RunInfo, str]:
@@ -48,10 +64,10 @@ def restore_model(
     readable of output_dir/final, averaged and checkpoints, unreadable newer ones skipped
     with a warning naming the file); the model part of `Run.restore`. A CheckpointError names
     the file when nothing is readable, or when a given `checkpoint` is unreadable."""
-    info = RunInfo.load(output_dir)
+    info, record = load_run(output_dir)
     model = build_model(info)
-    if adapter.is_adapter_run(output_dir):  # base + LoRA adapter (t2t_lite.run.adapter)
-        return model, info, adapter.restore_adapted(model, output_dir, checkpoint)
+    if record is not None:
+        return model, info, adapter.restore_adapted(model, record, output_dir, checkpoint)
     path = restore_checkpoint(tf.train.Checkpoint(model=model), output_dir, checkpoint)
     return model, info, path
 

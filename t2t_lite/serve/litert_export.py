@@ -23,6 +23,7 @@ products computed from int8 weights and float activations).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import time
@@ -174,6 +175,9 @@ def export_run(
     info["settings"] = {**info["settings"], "beam_size": 1, "alpha": 0.0, "nbest": 1}
     start = time.monotonic()
     flatbuffer = convert(greedy_function(model, batch_size, extra), quantization)
+    # What the runner checks before it loads them (a damaged copy is refused, named).
+    info["model_sha256"] = hashlib.sha256(flatbuffer).hexdigest()
+    info["vocabulary_sha256"] = atomic_io.file_sha256(run.tokenizer.path)
 
     def write(folder: str) -> None:
         with open(os.path.join(folder, MODEL_FILE), "wb") as f:

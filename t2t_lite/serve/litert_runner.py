@@ -7,7 +7,9 @@
 or `python -m t2t_lite.serve.litert_runner FOLDER < input.txt > output.txt`.
 
 This module imports NumPy, sentencepiece and `ai_edge_litert` only (and nothing of t2t_lite
-that loads TensorFlow), so that a device with the `litert` extra translates. Lines are
+that loads TensorFlow), so that a device with the `litert` extra translates. Before loading,
+it checks the model and vocabulary files against the SHA-256 hashes t2t_export.json records,
+and refuses a damaged copy, naming the file. Lines are
 tokenized as t2t-decode tokenizes them (stripped, SentencePiece ids, EOS appended, longer inputs
 truncated to the model's input length with a warning), sorted by length and padded into
 batches of `batch_size` lines (or of the model's fixed batch size, padded with empty rows) as
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from t2t_lite.extras import import_extra
+from t2t_lite.runtime import atomic_io
 
 EOS_ID = 1  # t2t_lite.vocabulary's reserved ids, repeated: that module is not needed here
 EXPORT_INFO = "t2t_export.json"
@@ -46,6 +49,23 @@ def model_folder(path: str) -> str:
     return os.path.join(path, str(max(versions)))
 
 
+def check_files(folder: str, info: dict[str, Any]) -> None:
+    """Refuses a model or vocabulary file of the export in `folder` whose SHA-256 is not the
+    one t2t_export.json records (`model_sha256`, `vocabulary_sha256`; an export written before
+    they were recorded is not checked), naming the file, before anything loads it."""
+    for name_key, hash_key in (("model_file", "model_sha256"), ("vocabulary", "vocabulary_sha256")):
+        if hash_key not in info:
+            continue
+        path = os.path.join(folder, info[name_key])
+        found = atomic_io.file_sha256(path)
+        if found != info[hash_key]:
+            raise ValueError(
+                f"{path} is damaged: its SHA-256 {found[:16]} is not the "
+                f"{str(info[hash_key])[:16]} that {EXPORT_INFO} records; copy the export again, "
+                "or export the run again (t2t-export --format=litert)"
+            )
+
+
 class LiteRTTranslator:
     """A `.tflite` greedy search (t2t-export --format=litert) and its SentencePiece model.
 
@@ -61,6 +81,7 @@ class LiteRTTranslator:
             self.info: dict[str, Any] = json.load(f)
         if self.info.get("format") != "litert":
             raise ValueError(f"{folder} holds a {self.info.get('format')!r} export, not litert")
+        check_files(folder, self.info)
         interpreter = import_extra(
             "ai_edge_litert.interpreter", "ai-edge-litert", "litert", "LiteRTTranslator"
         )

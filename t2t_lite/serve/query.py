@@ -327,6 +327,12 @@ def format_row(index: int, row: dict[str, Any], name: str | None = None) -> list
         scores = row.get("scores", [0.0] * len(outputs))
         if not isinstance(scores, list) or len(scores) != len(outputs):
             raise ServingError(f"answer {index}: {len(outputs)} outputs but scores {scores}")
+        for rank, score in enumerate(scores, 1):
+            if not isinstance(score, (int, float)) or isinstance(score, bool):
+                raise ServingError(
+                    f"{name or f'input {index + 1}'}: the answer's score of hypothesis {rank} "
+                    f"is {str(score)[:80]!r}, not a number; check the server's n-best signature"
+                )
         return [
             f"{index} ||| {text} ||| {score:.6f}"
             for text, score in zip(outputs, scores, strict=True)

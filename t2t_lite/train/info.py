@@ -8,17 +8,14 @@ import os
 import tempfile
 
 from t2t_lite.hparams import HPARAMS_SETS, get_hparams
+from t2t_lite.model import footprint
 from t2t_lite.model.flops import forward_flops_per_token
 
 
 def count_parameters(hparams, vocab_size: int) -> int:
-    """The parameters of the built model (`parameter_count`)."""
-    from t2t_lite.model.ensemble import parameter_count
-    from t2t_lite.model.transformer import Transformer
-
-    model = Transformer.from_hparams(hparams, vocab_size)
-    model.build()
-    return parameter_count(model)
+    """The parameters of the model, counted from its hparams (`footprint.parameter_count`, the
+    number Keras counts on the built model) without building it."""
+    return footprint.parameter_count(hparams, vocab_size)
 
 
 def describe(hparams_set: str, overrides: str, vocab_size: int, length: int) -> str:

@@ -151,7 +151,7 @@ def prepare_adapter(model: tf.Module, config, vocab: str, chief: bool = True) ->
     another rank.
     """
     if adapter.is_adapter_run(config.output_dir):
-        record = adapter.AdapterRecord.load(config.output_dir)
+        record = adapter.AdapterRecord.load(config.output_dir, model.d_model)
         if record.rank != config.lora_rank:
             raise ConflictingRunError(
                 f"--lora_rank={config.lora_rank}: the adapter run in {config.output_dir} has "

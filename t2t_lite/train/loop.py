@@ -16,7 +16,9 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from t2t_lite.data import shard_check
 from t2t_lite.hparams import HParams
+from t2t_lite.model import footprint
 from t2t_lite.problems import datagen_options
 from t2t_lite.run.adapter import AdapterRecord, is_adapter_run
 
@@ -172,11 +174,23 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before
     if not config.lora_rank and is_adapter_run(config.output_dir):
         raise ConflictingRunError(
             f"{config.output_dir} holds a LoRA adapter of rank "
-            f"{AdapterRecord.load(config.output_dir).rank}: resume it with that --lora_rank"
+            f"{AdapterRecord.load(config.output_dir, hparams.d_model).rank}: resume it with "
+            "that --lora_rank"
+        )
+    if config.lora_rank > hparams.d_model:
+        raise ValueError(
+            f"--lora_rank={config.lora_rank} is above the width of the layers it adapts "
+            f"(d_model={hparams.d_model}); pass a rank in [1, {hparams.d_model}]"
         )
     if config.lora_rank:  # an adapter run: the parent's weights frozen under LoRA
         vocab = problem.tokenizer(config.data_dir).path
         prepare = functools.partial(prepare_adapter, config=config, vocab=vocab, chief=chief)
+    chosen = f"--hparams_set={hparams_set}" + (
+        f" --hparams={config.hparams_overrides}" if config.hparams_overrides else ""
+    )
+    footprint.check_fits(
+        hparams, info.vocab_size, chosen, adapter_rank=config.lora_rank, training=True
+    )
     trainer = Trainer(hparams, info.vocab_size, strategy, info.output_vocab_size, prepare)
     keeper = CheckpointKeeper(
         trainer.checkpoint(),
@@ -212,7 +226,8 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before
         forecast = Forecast(problem, config, (hparams_set, hparams), info.vocab_size, advise)
     loop = StepLoop(problem, config, trainer, keeper, strategy, chief, limits, late, forecast)
     limits.start(start)
-    with cluster.lost_workers(workers > 1, lambda: keeper.manager.latest_checkpoint):
+    damage_named = shard_check.damaged_shards_named(config.data_dir)  # the file, if one is
+    with damage_named, cluster.lost_workers(workers > 1, lambda: keeper.manager.latest_checkpoint):
         if trainer.budget is not None and limits.expired():
             logging.info(
                 "the budget of %g minutes is spent (step %d): nothing left to train; start a "

@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 from decoding_helpers import model_hparams, tiny_model
 
-from t2t_lite.data import load_tokenizer
+from t2t_lite.data import load_tokenizer, shard_check
 from t2t_lite.decode import distill as distilling
 from t2t_lite.decode.distill import DistillConfig, distill
 from t2t_lite.decode.distill_progress import DistillProgress
@@ -162,7 +162,7 @@ def test_other_search_settings_translate_again(teacher, distilled, tmp_path):
     metadata = distill(greedy)
     assert metadata["distilled"]["search"]["beam_size"] == 1
     for name in SHARDS:
-        stats = json.loads((copy / distilling.stats_name(name)).read_text())
+        stats = json.loads((copy / shard_check.stats_path(name)).read_text())
         assert stats["search"]["beam_size"] == 1
 
 
@@ -260,3 +260,31 @@ def test_cli_refuses_a_data_dir_without_a_train_split(teacher, tmp_path):
     assert helped.returncode == 0
     for flag in ("--teacher", "--data_dir", "--output_data_dir", "--beam_size", "--alpha"):
         assert f"  {flag}:" in helped.stdout, flag
+
+
+def test_a_damaged_source_shard_is_named(teacher, tmp_path):
+    data_dir, teacher_dir = teacher
+    copy = shutil.copytree(data_dir, tmp_path / "data")
+    shard = copy / SHARDS[1]
+    size = shard.stat().st_size
+    shard.write_bytes(shard.read_bytes()[:-20])  # truncated
+    config = DistillConfig(str(teacher_dir), str(copy), str(tmp_path / "out"))
+    with pytest.raises(shard_check.DamagedShardError) as refused:
+        distill(config)
+    assert str(refused.value).startswith(
+        f"{shard}: a damaged shard ({size - 20:,} bytes where train-00001.stats.json records "
+        f"{size:,}); rerun t2t-datagen"
+    )
+    assert not os.path.exists(tmp_path / "out" / "metadata.json")
+
+
+def test_a_damaged_output_shard_is_translated_again(distilled, tmp_path, caplog):
+    config, metadata = distilled
+    copy = shutil.copytree(config.output_data_dir, tmp_path / "copy")
+    shard = copy / SHARDS[2]
+    written = shard.read_bytes()
+    shard.write_bytes(written[:50] + bytes([written[50] ^ 1]) + written[51:])
+    caplog.set_level(logging.WARNING, logger="absl")
+    assert distill(dataclasses.replace(config, output_data_dir=str(copy))) == metadata
+    assert f"{SHARDS[2]} is damaged (its SHA-256 is not the one" in caplog.text
+    assert shard.read_bytes() == written

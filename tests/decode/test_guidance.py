@@ -175,3 +175,19 @@ def test_score_file_as_json_lines_describes_each_given_target(tmp_path):
         total = math.fsum(map(math.log, found["token_probs"]))
         assert total == pytest.approx(found["log_prob"], abs=1e-4)
         assert 0.0 <= found["confidence"] <= 1.0 and found["alignment"]
+
+
+def test_a_prefix_of_characters_the_vocabulary_lacks_is_warned_of_once(translator, caplog):
+    guides = [Guide("7 Жы"), Guide(), Guide("", ("8 Ж", "€")), Guide("9")]
+    with caplog.at_level(logging.WARNING):
+        found = translator.hypotheses(["1 2", "3", "4 4", "5"], guides=guides)
+    assert len(found) == 4 and all(found)
+    messages = [r.getMessage() for r in caplog.records if "vocabulary lacks" in r.getMessage()]
+    assert messages == [
+        "the prefix or constraints of line 1, line 3 hold characters the vocabulary lacks, read "
+        "as the unknown piece (shown as ⁇): 'Ж' 'ы' '€'"
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        translator.hypotheses(["1 2"], guides=[Guide("7 8")])
+    assert not [r for r in caplog.records if "vocabulary lacks" in r.getMessage()]

@@ -62,7 +62,7 @@ def test_training_changes_the_adapter_alone_and_saves_it_alone(runs):
     for base, trained in zip(parent.weights, lora.base_weights(model), strict=True):
         np.testing.assert_array_equal(trained.numpy(), base.numpy())  # bitwise
     assert any(np.abs(v.numpy()).max() > 0 for v in lora.adapter_weights(model).weights[1::2])
-    record = AdapterRecord.load(runs["adapter"])
+    record = AdapterRecord.load(runs["adapter"], 64)  # transformer_tiny's d_model
     assert record.rank == RANK and record.parent_sha256 == lora.weights_sha256(parent)
     assert record.trainable_weights == lora.adapter_size(model, RANK) == 16_448
     saved = model_variable_shapes(path)  # by path from "model", whoever reached them first
@@ -117,7 +117,7 @@ def test_an_adapter_over_other_base_weights_is_refused_naming_both_hashes(runs, 
     other_data, other = parent_run(runs["root"], seed=8, name="other_parent")
     moved = str(tmp_path / "adapter")
     shutil.copytree(runs["adapter"], moved)
-    record = AdapterRecord.load(moved)
+    record = AdapterRecord.load(moved, 64)
     with open(os.path.join(moved, ADAPTER_FILE), "w") as f:
         json.dump({**record.__dict__, "parent_dir": other, "parent_checkpoint": "gone"}, f)
     wanted = record.parent_sha256[:16]
@@ -162,3 +162,14 @@ def test_lora_rank_needs_init_from_and_no_init_optimizer():
         TrainConfig(output_dir="o", data_dir="d", lora_rank=4)
     with pytest.raises(ValueError, match="--init_optimizer: an adapter run"):
         TrainConfig(output_dir="o", data_dir="d", lora_rank=4, init_from="p", init_optimizer=True)
+
+
+def test_a_rank_above_the_model_width_is_refused_before_training(tmp_path):
+    data_dir, parent = parent_run(str(tmp_path))
+    with pytest.raises(ValueError) as refused:
+        adapter_run(data_dir, parent, str(tmp_path / "adapter"), rank=10**6)
+    assert str(refused.value) == (
+        "--lora_rank=1000000 is above the width of the layers it adapts (d_model=64); pass a "
+        "rank in [1, 64]"
+    )
+    assert not os.path.exists(tmp_path / "adapter" / ADAPTER_FILE)

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -21,6 +22,7 @@ from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import get_problem
 from t2t_lite.run.run import Run
+from t2t_lite.runtime.atomic_io import file_sha256
 from t2t_lite.serve import litert_export
 from t2t_lite.serve.litert_runner import LiteRTTranslator
 from t2t_lite.train.loop import TrainConfig, train
@@ -364,3 +366,32 @@ def test_the_guides_examples_run_without_tensorflow(trained, tmp_path):
             lines = done.stdout.splitlines()
             assert lines[0].startswith("# ") and lines[1] == lines[3] == "" and len(lines) == 5
             assert lines[0].count("<b>") == lines[0].count("</b>") == 1
+
+
+@pytest.mark.parametrize("name", ["model.tflite", "vocab.bpe.model"])
+def test_the_runner_refuses_a_damaged_copy_naming_the_file(trained, tmp_path, name):
+    info = trained["info"]
+    assert info["model_sha256"] == file_sha256(os.path.join(trained["float"], "model.tflite"))
+    assert info["vocabulary"] == "vocab.bpe.model"
+    copy = shutil.copytree(trained["float"], tmp_path / "1")
+    data = bytearray((copy / name).read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit flipped, the size kept
+    (copy / name).write_bytes(bytes(data))
+    found = file_sha256(str(copy / name))
+    recorded = info["model_sha256" if name == "model.tflite" else "vocabulary_sha256"]
+    message = (
+        f"{copy / name} is damaged: its SHA-256 {found[:16]} is not the {recorded[:16]} that "
+        "t2t_export.json records; copy the export again, or export the run again "
+        "(t2t-export --format=litert)"
+    )
+    with pytest.raises(ValueError) as refused:
+        LiteRTTranslator(str(copy))
+    assert str(refused.value) == message
+    done = subprocess.run(
+        [sys.executable, "-m", "t2t_lite.serve.litert_runner", str(copy)],
+        input="a b\n", capture_output=True, text=True, env=ENV, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        f"python -m t2t_lite.serve.litert_runner: error: {message}"
+    ]

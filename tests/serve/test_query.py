@@ -233,3 +233,17 @@ def test_a_truncated_body_is_one_line():
     err = done.stderr.decode().strip().splitlines()
     assert done.returncode == 2 and len(err) == 1 and "Traceback" not in err[0], err
     assert f"{url}/v1/models/demo:predict: the answer was cut short (20 bytes read, 980" in err[0]
+
+
+@pytest.mark.parametrize("score", ["-1.5", None, True, [1.0]])
+def test_a_score_that_is_not_a_number_names_the_answer(score):
+    row = {"outputs": ["a b", "b a"], "scores": [-0.5, score]}
+    with pytest.raises(query.ServingError) as refused:
+        query.format_row(2, row, "in.txt:3")
+    assert str(refused.value) == (
+        f"in.txt:3: the answer's score of hypothesis 2 is {str(score)!r}, not a number; check "
+        "the server's n-best signature"
+    )
+    assert query.format_row(2, {**row, "scores": [-0.5, -2]}) == [
+        "2 ||| a b ||| -0.500000", "2 ||| b a ||| -2.000000"
+    ]  # fmt: skip

@@ -100,3 +100,26 @@ def test_run_with_every_checkpoint_deleted_is_refused(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         run_training(out, steps=1, save_every=1, overrides=FAST)
     assert f"STARTING OVER AT STEP 0: {out}/hparams.json is from an earlier run" in caplog.text
+
+
+def test_a_model_above_the_memory_left_is_refused_before_it_is_built(tmp_path, monkeypatch):
+    from fake_problem import FakeReverse
+
+    from t2t_lite.hparams import get_hparams
+    from t2t_lite.model import footprint
+
+    monkeypatch.setattr(footprint, "available_memory", lambda: (10**6, "available memory"))
+    with pytest.raises(footprint.ModelTooLargeError) as refused:
+        run_training(str(tmp_path / "out"), 2, 2, FAST)
+    hparams = get_hparams("transformer_tiny", FAST)
+    weights = footprint.parameter_count(hparams, FakeReverse().vocab_size)
+    needed = footprint.estimate_bytes(hparams, FakeReverse().vocab_size, training=True)
+    assert needed == 4 * (4 * weights + 256 * 64)  # weights, gradient, Adam's m and v; the table
+    assert str(refused.value) == (
+        f"--hparams_set=transformer_tiny --hparams={FAST}: the model it describes needs at least "
+        f"{needed / 1e6:.1f} MB ({weights:,} float32 weights, with the gradients and Adam's "
+        "moments of training), but this process may take 1.0 MB (available memory); use a "
+        "machine with more memory, or a smaller model (d_model, d_ff, layers, vocabulary, "
+        "adapter rank)"
+    )
+    assert not os.path.exists(tmp_path / "out" / "checkpoints")

@@ -35,6 +35,7 @@ def load_adapters(base, adapters: Mapping[str, str], restore, jit_compile: bool 
     restored by `restore(folder)` (`Run.restore` with the server's settings)."""
     from t2t_lite.model import lora  # TensorFlow: not for the app's import
     from t2t_lite.run.adapter import AdapterMismatchError, AdapterRecord, is_adapter_run
+    from t2t_lite.run.run_info import RunInfo
     from t2t_lite.serve.web.run_backend import RunBackend
 
     if adapters and base.run.quantize != "none":
@@ -49,7 +50,7 @@ def load_adapters(base, adapters: Mapping[str, str], restore, jit_compile: bool 
                 f"--adapters={name}={folder}: not an adapter run (no adapter.json); train one "
                 "with t2t-train --init_from=BASE --lora_rank=R"
             )
-        record = AdapterRecord.load(folder)
+        record = AdapterRecord.load(folder, RunInfo.load(folder).hparams.d_model)
         if record.parent_sha256 != identity:
             raise AdapterMismatchError(
                 f"--adapters={name}={folder}: the adapter was trained on base weights sha256 "
