@@ -2,8 +2,9 @@
 the memory this process may still take before the model is built.
 
 A run folder from elsewhere is input: each hparams.json value may be within its bound
-(`t2t_lite.hparams.LIMITS`) and together still describe a model no machine holds. The estimate
-counts what is certain to be allocated, so it is a lower bound and a refusal is never wrong:
+(`t2t_lite.hparams.hparams_base.LIMITS`) and together still describe a model no machine holds.
+The estimate counts what is certain to be allocated, so it is a lower bound and a refusal is
+never wrong:
 the float32 weights (`parameter_count`, the same number Keras counts on the built model), the
 sinusoid position table, a LoRA adapter's A and B (`adapter_parameters`), and when training the
 gradient and Adam's two moments of every trainable weight (and the moving average with
