@@ -58,8 +58,10 @@ def clients(exported):
     root, output_dir, path = exported
     run = Run.restore(output_dir, search=SEARCH)
     with (
-        TestClient(create_app(RunBackend(run), LIMITS)) as from_run,
-        TestClient(create_app(SavedModelBackend(path), LIMITS)) as from_export,
+        TestClient(create_app(RunBackend(run), LIMITS), base_url="http://localhost") as from_run,
+        TestClient(
+            create_app(SavedModelBackend(path), LIMITS), base_url="http://localhost"
+        ) as from_export,
     ):
         yield output_dir, root, from_run, from_export
 
