@@ -21,7 +21,7 @@ from t2t_lite.decode.runner import DecodeConfig, run_decode
 from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
 from t2t_lite.serve import export
-from t2t_lite.serve.guided_graph import calibrated
+from t2t_lite.serve.guided_graph import MAX_CONSTRAINTS, calibrated
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.run_backend import RunBackend
@@ -175,6 +175,17 @@ def test_guided_signature_equals_the_translator(exported):
     assert found[2][0].text.startswith("you") and found[3][0].text.startswith("the green")
     assert "red box" in found[2][0].text and "doors" in found[0][0].text
     assert "boxes" in found[4][0].text  # the 30-word phrase after it did not fit: dropped
+
+
+def test_guided_signature_refuses_too_many_constraints(exported):
+    signature = tf.saved_model.load(exported[2]).signatures[export.GUIDED_SIGNATURE]
+    table = [["box"] * (MAX_CONSTRAINTS + 1)]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="constraints: more than 64 per"):
+        signature(inputs=tf.constant(["we"]), prefixes=tf.constant([""]), constraints=table)
+    most = signature(
+        inputs=tf.constant(["we"]), prefixes=tf.constant([""]), constraints=[[""] * 64]
+    )
+    assert most["outputs"].shape == [1]
 
 
 def test_graph_calibration_equals_numpy_interp():
