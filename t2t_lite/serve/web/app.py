@@ -155,12 +155,16 @@ def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits, gate:
             constrained = any(g.constraints for g in guides or ())
             api.check_guided(settings, caps, field, constrained)
         chosen = adapters.chosen(backend, request.adapter)
-        results = await gate.run(chosen.translate, sentences, settings, guides, request.details)
-        if caps.parsing:
-            for result in results:
-                for hypothesis in result["hypotheses"]:
-                    hypothesis["tree"] = text_tree_json(hypothesis["text"])
-        return {"settings": settings.to_dict(), "results": results}
+
+        def search() -> list[dict]:  # in a worker thread: the search, then the trees
+            results = chosen.translate(sentences, settings, guides, request.details)
+            if caps.parsing:
+                for result in results:
+                    for hypothesis in result["hypotheses"]:
+                        hypothesis["tree"] = text_tree_json(hypothesis["text"])
+            return results
+
+        return {"settings": settings.to_dict(), "results": await gate.run(search)}
 
     @app.post("/api/attention", response_model=api.AttentionResponse, responses=api.ERRORS)
     async def attention(request: api.AttentionRequest) -> dict:
