@@ -262,6 +262,11 @@ def test_errors_are_tf_servings(client, method, path, body, status, message):
     assert (answer.status_code, answer.json()) == (status, {"error": message})
 
 
+def test_a_label_names_the_served_version(exported):
+    with pytest.raises(ValueError, match="--version_labels=stable=9: version 9 of reverse is not"):
+        create_app(SavedModelBackend(exported[0], version_labels={"stable": "9"}))
+
+
 def test_a_body_that_is_not_json(client):
     """The parser's own words follow TF Serving's prefix (rapidjson's differ from Python's)."""
     answer = client.post("/v1/models/reverse:predict", content=b"{not json")
