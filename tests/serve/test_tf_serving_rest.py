@@ -7,6 +7,8 @@ and error exactly as TF Serving gives it, and t2t-query against the t2t-serve co
 from __future__ import annotations
 
 import base64
+import http.client
+import json
 import os
 import subprocess
 import sys
@@ -284,7 +286,20 @@ def test_t2t_query_against_t2t_serve_writes_what_t2t_decode_writes(exported, tmp
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert decoded.returncode == 0, decoded.stderr[-3000:]
-    with t2t_serve(f"--export_dir={exported[0]}") as url:
+    flags = ["--allowed_hosts=translate.lan", "--version_labels=stable=7"]
+    with t2t_serve(f"--export_dir={exported[0]}", *flags) as url:
+        # The command's Host allow-list: its own address, loopback names, --allowed_hosts.
+        port = int(url.rsplit(":", 1)[1])
+        for host, status in [(f"127.0.0.1:{port}", 200), ("localhost", 200),
+                             ("translate.lan", 200), ("attacker.example", 400)]:  # fmt: skip
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            connection.request("GET", "/v1/models/reverse/labels/stable/metadata",
+                               headers={"Host": host})  # fmt: skip
+            answer = connection.getresponse()
+            assert answer.status == status, (host, answer.read())
+            body = json.loads(answer.read())
+            assert status == 200 or body["error"].startswith("Host: 'attacker.example' is not")
+            connection.close()
         queried = subprocess.run(
             [os.path.join(bin_dir, "t2t-query"), f"--server={url}", "--model=reverse",
              f"--input_file={source}"],

@@ -117,14 +117,16 @@ def serve(
     backend: Backend, limits: Limits, sock: socket.socket, allowed_hosts: Sequence[str] = ()
 ) -> None:
     """Serves the page and API of `backend` on `sock` (from `listen`) until interrupted, to
-    requests whose Host is a loopback name, the bound address or one of `allowed_hosts`."""
+    requests whose Host is a loopback name, the bound address (not 0.0.0.0 or ::) or one of
+    `allowed_hosts`."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
     warning = loopback_warning(host, port)
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    app = create_app(backend, limits, allowed_hosts=(*allowed_hosts, host))
+    bound = () if host in ("0.0.0.0", "::") else (host,)  # every address: no name of its own
+    app = create_app(backend, limits, allowed_hosts=(*allowed_hosts, *bound))
     shown = f"[{host}]" if ":" in host else host
     logging.info("serving %s", backend.facts().get("problem"))
     print(f"t2t-serve: http://{shown}:{port}/ (API: http://{shown}:{port}/docs)", flush=True)
