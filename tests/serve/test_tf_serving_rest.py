@@ -168,6 +168,17 @@ def test_predict_other_signatures(client, direct, exported):
     assert sampled["outputs"] == [t.decode() for t in reference["outputs"].numpy()]
 
 
+def test_an_ops_error_is_its_own_words():
+    text = (
+        "Graph execution error:\n\nDetected at node assert/Assert defined at (most recent call "
+        "last):\n<stack traces unavailable>\nassertion failed: [constraints: more than 64 per "
+        "sentence] [x = ] [65]\n\t [[{{node assert/Assert}}]] [Op:__inference_f_134]"
+    )
+    assert tf_serving.op_message(text) == (
+        "assertion failed: [constraints: more than 64 per sentence] [x = ] [65]"
+    )
+
+
 def test_floats_are_written_as_tf_serving_writes_them():
     """WriteDecimal: six digits where they read back the same float32, else nine; whole
     numbers keep a decimal point (a float in JSON); NaN and infinities as JSON extensions."""

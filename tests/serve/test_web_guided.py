@@ -6,6 +6,7 @@ the field."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -31,6 +32,7 @@ SEARCH = {"beam_size": 3, "alpha": 0.6, "extra_length": 6}
 LINES = ["we saw the red box", "", "I took a door", "the small boxes now"]
 PREFIXES = ["", "", "you", "the green"]
 CONSTRAINTS = [["doors"], [], ["red box", "then"], []]
+LOCAL = "http://localhost"
 LIMITS = Limits(max_sentences=8, max_characters=80, max_concurrent=2, max_beam_size=6)
 
 
@@ -186,6 +188,27 @@ def test_guided_signature_refuses_too_many_constraints(exported):
         inputs=tf.constant(["we"]), prefixes=tf.constant([""]), constraints=[[""] * 64]
     )
     assert most["outputs"].shape == [1]
+
+
+def test_constraint_caps_through_tf_servings_api(exported, clients):
+    """t2t-serve's --max_constraints first; past it, the graph's own cap answers (TF Serving
+    answers that one the same way: 400 with the op's words)."""
+
+    def body(count: int) -> dict:
+        columns = {"inputs": ["we"], "prefixes": [""], "constraints": [["box"] * count]}
+        return {"signature_name": "guided", "inputs": columns}
+
+    answer = clients[3].post("/v1/models/export:predict", json=body(17))
+    expected = {"error": "constraints: 17 per sentence, more than --max_constraints=16"}
+    assert (answer.status_code, answer.json()) == (400, expected)
+    assert clients[3].post("/v1/models/export:predict", json=body(16)).status_code == 200
+    many = dataclasses.replace(LIMITS, max_constraints=100)
+    with TestClient(create_app(SavedModelBackend(exported[2]), many), base_url=LOCAL) as client:
+        answer = client.post("/v1/models/export:predict", json=body(MAX_CONSTRAINTS + 1))
+    assert answer.status_code == 400 and list(answer.json()) == ["error"]
+    assert answer.json()["error"].startswith(
+        "assertion failed: [constraints: more than 64 per sentence]"
+    )
 
 
 def test_graph_calibration_equals_numpy_interp():

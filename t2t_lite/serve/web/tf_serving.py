@@ -138,9 +138,20 @@ class ServedModel:
         try:
             feeds = {n: tf.constant(arrays[n], dtype=specs[n].dtype) for n in specs}
             found = function(**feeds)
-        except (TypeError, ValueError, tf.errors.InvalidArgumentError) as error:
+        except tf.errors.InvalidArgumentError as error:
+            raise ServingError(400, op_message(error.message)) from None
+        except (TypeError, ValueError) as error:
             raise ServingError(400, str(error).splitlines()[0]) from None
         return answer({k: v.numpy() for k, v in found.items()}, rows)
+
+
+def op_message(text: str) -> str:
+    """The failing op's own words in TensorFlow's "Graph execution error:" text (the line
+    after the node and its stack), as TF Serving reports the op's error."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    skipped = ("Graph execution error", "Detected at node", "<stack traces", " ", "\t")
+    own = [line for line in lines if not line.startswith(skipped)]
+    return own[-1] if own else lines[0]
 
 
 def parse_path(method: str, raw_path: str) -> tuple[str, dict]:
