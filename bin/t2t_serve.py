@@ -9,7 +9,8 @@
 Open http://127.0.0.1:8080/ for the page; http://127.0.0.1:8080/docs describes the API. The
 page translates sentences with a chosen beam size, alpha and n-best, shows every layer's and
 head's attention, and draws parse trees for parsing runs. Binding --host to anything but a
-loopback address prints a warning: the server has no authentication.
+loopback address prints a warning: the server has no authentication. Requests must name the
+server by a loopback name or --host in their Host header (--allowed_hosts adds names).
 """
 
 from __future__ import annotations
@@ -39,7 +40,24 @@ flags.DEFINE_string(
 )
 flags.DEFINE_integer("max_sentences", 32, "Sentences per request.", lower_bound=1)
 flags.DEFINE_integer("max_characters", 1000, "Characters per sentence.", lower_bound=1)
-flags.DEFINE_integer("max_concurrent", 2, "Searches at once; more get 429.", lower_bound=1)
+flags.DEFINE_integer(
+    "max_concurrent", 2, "Searches and scorings at once (every route); more get 429.", lower_bound=1
+)
+flags.DEFINE_integer(
+    "max_constraints", 16, "Target phrases (constraints) per sentence.", lower_bound=1
+)
+flags.DEFINE_string(
+    "allowed_hosts",
+    None,
+    "Host header names served besides localhost, 127.0.0.1, [::1] and --host, comma-separated "
+    "(e.g. the name of a proxy in front); '*' serves any (no DNS-rebinding guard).",
+)
+flags.DEFINE_string(
+    "version_labels",
+    None,
+    "With --export_dir: TF Serving's version labels of the served version, LABEL=VERSION,... "
+    "(/v1/models/NAME/labels/LABEL).",
+)
 search_flags.define_jit_compile_flag()
 flags.adopt_module_key_flags(run_flags)
 flags.adopt_module_key_flags(search_flags)
@@ -58,6 +76,7 @@ def main() -> None:
         max_sentences=FLAGS.max_sentences,
         max_characters=FLAGS.max_characters,
         max_concurrent=FLAGS.max_concurrent,
+        max_constraints=FLAGS.max_constraints,
     )
     backend = server.load_backend(
         FLAGS.output_dir,
@@ -69,8 +88,10 @@ def main() -> None:
         jit_compile=FLAGS.jit_compile,
         model_name=FLAGS.model_name,
         adapters=server.parse_adapters(FLAGS.adapters or ""),
+        version_labels=server.parse_names(FLAGS.version_labels or "", "--version_labels"),
     )
-    server.serve(backend, limits, sock)
+    hosts = [name.strip() for name in (FLAGS.allowed_hosts or "").split(",") if name.strip()]
+    server.serve(backend, limits, sock, hosts)
 
 
 def run() -> None:

@@ -9,16 +9,18 @@ tests/serve/test_export.py), and the model is seeded here before any tokenizer o
 from __future__ import annotations
 
 import os
+import threading
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.hparams import get_hparams
+from t2t_lite.hparams import SearchSettings, get_hparams
 from t2t_lite.model import Transformer
 from t2t_lite.problems import get_problem
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run_info import RunInfo
+from t2t_lite.serve.web.backend import Capabilities
 
 # 1 + 1 layers, 2 heads: attention maps small enough to compare whole.
 HPARAMS = "num_encoder_layers=1,num_decoder_layers=1,d_model=32,d_ff=64,num_heads=2,dropout=0.0"
@@ -81,3 +83,21 @@ def parsing_run(root, seed: int = 3) -> str:
     get_problem("parsing_trees").generate_data(data_dir, **trees)
     _save_run("parsing_trees", data_dir, output_dir, 64, seed)
     return output_dir
+
+
+class BlockingBackend:
+    """A t2t-serve backend whose translate waits for `release`: requests pile up as slow
+    searches do; `started` counts the searches begun."""
+
+    capabilities = Capabilities(SearchSettings(nbest=1), False, None, False, False)
+
+    def __init__(self):
+        self.started, self.release = threading.Semaphore(0), threading.Event()
+
+    def facts(self):
+        return {}
+
+    def translate(self, sentences, settings, guides=None, details=False):
+        self.started.release()
+        self.release.wait(30)
+        return [{"source": s, "truncated": False, "hypotheses": []} for s in sentences]

@@ -2,7 +2,8 @@
 translation's tokens, token probabilities, word alignment and confidence out, in one graph.
 
   guided  inputs: string [batch], prefixes: string [batch] ("" for none),
-          constraints: string [batch, C] (target phrases, "" for none)
+          constraints: string [batch, C] (target phrases, "" for none; C at most
+          MAX_CONSTRAINTS, else InvalidArgument: TF Serving's 400)
           --> outputs [batch], scores [batch], truncated [batch], tokens [batch, T] (labels,
           "" past the end), token_probs [batch, T] float32 (0 past the end), alignment
           [batch] (Pharaoh "i-j"), confidence [batch] float32
@@ -23,6 +24,11 @@ from t2t_lite.decode.details import forced_pass
 from t2t_lite.serve.attention_graph import graph_token_labels
 from t2t_lite.serve.text_graph import clean_utf8, source_ids, strip_whitespace
 from t2t_lite.vocabulary import EOS_ID
+
+# Constraints per sentence the signature takes: each is encoded and tracked by the beam search,
+# so a request's count is bounded here as well as by the server in front (t2t-serve's
+# --max_constraints, 16 by default).
+MAX_CONSTRAINTS = 64
 
 
 def fitted_guides(tokenizer, prefixes, constraints, max_lengths):
@@ -99,6 +105,13 @@ class GuidedSignature:
 
     def __call__(self, inputs, prefixes, constraints) -> dict[str, tf.Tensor]:
         f, s = self.functions, self.functions.settings
+        within = tf.debugging.assert_less_equal(
+            tf.shape(constraints)[1],
+            MAX_CONSTRAINTS,
+            message=f"constraints: more than {MAX_CONSTRAINTS} per sentence",
+        )
+        with tf.control_dependencies([within]):
+            constraints = tf.identity(constraints)
         text = strip_whitespace(clean_utf8(tf.convert_to_tensor(inputs, tf.string)))
         ids, truncated = source_ids(f.tokenizer.encode(text), f.max_input_length)
         rows = tf.where(tf.strings.length(text) > 0)[:, 0]

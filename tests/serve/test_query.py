@@ -116,7 +116,7 @@ def test_server_errors_are_reported_with_the_url(tmp_path):
     assert f"error: {url}/v1/models/nope:predict: HTTP 404: Servable not found" in (
         unknown.stderr.decode()
     )
-    assert 'HTTP 404: Serving signature name: "zz" not found' in bad_signature.stderr.decode()
+    assert 'HTTP 400: Serving signature name: "zz" not found' in bad_signature.stderr.decode()
     # The server is shut down now: nothing listens on its port.
     gone = t2t_query(f"--server={url}", "--model=demo", stdin=b"a\n")
     assert gone.returncode == 2 and "error: cannot reach" in gone.stderr.decode()

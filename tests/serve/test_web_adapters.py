@@ -56,7 +56,7 @@ def runs(tmp_path_factory):
 def client(runs):
     adapters = {"calc": runs["tuned"], "none": runs["zero"]}
     backend = load_backend(runs["parent"], search=SEARCH, adapters=adapters)
-    with TestClient(create_app(backend, Limits())) as client:
+    with TestClient(create_app(backend, Limits()), base_url="http://localhost") as client:
         yield client
 
 

@@ -15,13 +15,11 @@ from fastapi.testclient import TestClient
 from t2t_lite.decode.runner import DecodeConfig, run_decode
 from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
-from t2t_lite.hparams import SearchSettings
 from t2t_lite.run.run import Run
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app
-from t2t_lite.serve.web.backend import Capabilities
 from t2t_lite.serve.web.run_backend import RunBackend, TranslatorCache
-from t2t_lite.serve.web.server import load_backend, loopback_warning
+from t2t_lite.serve.web.server import load_backend, loopback_warning, parse_names
 
 LIMITS = Limits(max_sentences=12, max_characters=120, max_concurrent=2, max_beam_size=6)
 LONG = " ".join(["the red box"] * 9)  # more tokens than the model's 24 positions
@@ -45,7 +43,7 @@ def backend(output_dir):
 
 @pytest.fixture(scope="module")
 def client(backend):
-    with TestClient(create_app(backend, LIMITS)) as client:
+    with TestClient(create_app(backend, LIMITS), base_url="http://localhost") as client:
         yield client
 
 
@@ -109,7 +107,7 @@ def test_int8_backend_serves_what_t2t_decode_quantize_writes(output_dir, tmp_pat
     expected = decoded(output_dir, tmp_path, lines, 2, quantize="int8")
     backend = load_backend(output_dir=output_dir, quantize="int8")
     assert backend.facts()["quantize"] == "int8"
-    with TestClient(create_app(backend, LIMITS)) as int8_client:
+    with TestClient(create_app(backend, LIMITS), base_url="http://localhost") as int8_client:
         body = int8_client.post("/api/translate", json={"sentences": lines, "nbest": 2}).json()
     for result, want in zip(body["results"], expected, strict=True):
         got = [(h["text"], h["score"]) for h in result["hypotheses"]]
@@ -124,7 +122,7 @@ def test_jit_compile_backend_serves_the_plain_searchs_hypotheses(output_dir, cli
     request = {"sentences": lines, "nbest": 2}
     backend = load_backend(output_dir=output_dir, jit_compile=True)
     assert backend.translators.get(backend.capabilities.defaults).jit_compile
-    with TestClient(create_app(backend, LIMITS)) as compiled_client:
+    with TestClient(create_app(backend, LIMITS), base_url="http://localhost") as compiled_client:
         compiled = compiled_client.post("/api/translate", json=request).json()["results"]
     plain = client.post("/api/translate", json=request).json()["results"]
     for got, want in zip(compiled, plain, strict=True):
@@ -221,6 +219,9 @@ BAD_REQUESTS = [
     ("/api/translate", {**OK, "sampling": "top_k:-1"}, 422, "sampling"),
     ("/api/translate", {**OK, "sampling": "", "nbest": 2}, 422, "sampling"),
     ("/api/translate", {**OK, "sampling": 1}, 422, "sampling"),
+    ("/api/translate", {**OK, "constraints": [["x"] * 17]}, 413, "constraints[0]"),
+    ("/api/translate", {**OK, "constraints": [["x" * 70, "y" * 60]]}, 413, "constraints[0]"),
+    ("/api/translate", {**OK, "constraints": [["x" * 121]]}, 413, "constraints[0][0]"),
     ("/api/attention", {"sentence": "   "}, 422, "sentence"),
     ("/api/attention", {"sentence": "a" * 121}, 413, "sentence"),
     ("/api/attention", {"sentence": "we", "nbest": -1}, 422, "nbest"),
@@ -269,26 +270,11 @@ def test_form_body_and_oversized_body(client):
     assert client.get("/no/such/page").status_code == 404
 
 
-class BlockingBackend:
-    """A backend whose translate waits for `release`: requests pile up as slow searches do."""
-
-    capabilities = Capabilities(SearchSettings(nbest=1), False, None, False, False)
-
-    def __init__(self):
-        self.started, self.release = threading.Semaphore(0), threading.Event()
-
-    def facts(self):
-        return {}
-
-    def translate(self, sentences, settings, guides=None, details=False):
-        self.started.release()
-        self.release.wait(30)
-        return [{"source": s, "truncated": False, "hypotheses": []} for s in sentences]
-
-
 def test_concurrent_requests_beyond_the_limit_get_429():
-    backend = BlockingBackend()
-    with TestClient(create_app(backend, Limits(max_concurrent=2))) as client:
+    backend = serve_helpers.BlockingBackend()
+    with TestClient(
+        create_app(backend, Limits(max_concurrent=2)), base_url="http://localhost"
+    ) as client:
         answers = []
 
         def request():
@@ -340,6 +326,11 @@ def test_load_backend_flags_and_binding_warning(output_dir):
         load_backend(export_dir="x", quantize="int8")
     with pytest.raises(ValueError, match="--jit_compile: only with --output_dir"):
         load_backend(export_dir="x", jit_compile=True)
+    with pytest.raises(ValueError, match="--version_labels: only with --export_dir"):
+        load_backend(output_dir=output_dir, version_labels={"stable": "1"})
+    assert parse_names("stable=7, canary=8", "--version_labels") == {"stable": "7", "canary": "8"}
+    with pytest.raises(ValueError, match="--version_labels: 'stable' is not NAME=VALUE"):
+        parse_names("stable", "--version_labels")
     with pytest.raises(FileNotFoundError, match="--export_dir="):
         load_backend(export_dir=output_dir)
     for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):

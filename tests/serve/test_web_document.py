@@ -36,7 +36,9 @@ def output_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(output_dir):
-    with TestClient(create_app(load_backend(output_dir=output_dir), LIMITS)) as client:
+    with TestClient(
+        create_app(load_backend(output_dir=output_dir), LIMITS), base_url="http://localhost"
+    ) as client:
         yield client
 
 
@@ -168,7 +170,7 @@ def test_a_savedmodel_translates_a_document_as_its_run(output_dir, tmp_path):
     run = Run.restore(output_dir, search={"beam_size": 2})
     export.export_run(run, str(tmp_path / "export"), version=1)
     backend = load_backend(export_dir=str(tmp_path / "export"))
-    with TestClient(create_app(backend, LIMITS)) as client:
+    with TestClient(create_app(backend, LIMITS), base_url="http://localhost") as client:
         answer = client.post("/api/document", json={"text": DOCUMENT, "stream": False})
     assert answer.status_code == 200, answer.text
     expected = Translator.from_run(output_dir, beam_size=2).translate_document(DOCUMENT)
@@ -182,7 +184,7 @@ def test_a_savedmodel_translates_a_document_as_its_run(output_dir, tmp_path):
     )
     assert held != expected
     assert exported.translate_document(DOCUMENT, terminology=terms) == held
-    with TestClient(create_app(backend, LIMITS)) as client:
+    with TestClient(create_app(backend, LIMITS), base_url="http://localhost") as client:
         body = {"text": DOCUMENT, "stream": False, "terminology": [["box", "door"]]}
         answer = client.post("/api/document", json=body)
     assert answer.status_code == 200, answer.text

@@ -6,6 +6,7 @@ the field."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -21,7 +22,7 @@ from t2t_lite.decode.runner import DecodeConfig, run_decode
 from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
 from t2t_lite.serve import export
-from t2t_lite.serve.guided_graph import calibrated
+from t2t_lite.serve.guided_graph import MAX_CONSTRAINTS, calibrated
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.run_backend import RunBackend
@@ -31,6 +32,7 @@ SEARCH = {"beam_size": 3, "alpha": 0.6, "extra_length": 6}
 LINES = ["we saw the red box", "", "I took a door", "the small boxes now"]
 PREFIXES = ["", "", "you", "the green"]
 CONSTRAINTS = [["doors"], [], ["red box", "then"], []]
+LOCAL = "http://localhost"
 LIMITS = Limits(max_sentences=8, max_characters=80, max_concurrent=2, max_beam_size=6)
 
 
@@ -58,8 +60,10 @@ def clients(exported):
     root, output_dir, path = exported
     run = Run.restore(output_dir, search=SEARCH)
     with (
-        TestClient(create_app(RunBackend(run), LIMITS)) as from_run,
-        TestClient(create_app(SavedModelBackend(path), LIMITS)) as from_export,
+        TestClient(create_app(RunBackend(run), LIMITS), base_url="http://localhost") as from_run,
+        TestClient(
+            create_app(SavedModelBackend(path), LIMITS), base_url="http://localhost"
+        ) as from_export,
     ):
         yield output_dir, root, from_run, from_export
 
@@ -173,6 +177,38 @@ def test_guided_signature_equals_the_translator(exported):
     assert found[2][0].text.startswith("you") and found[3][0].text.startswith("the green")
     assert "red box" in found[2][0].text and "doors" in found[0][0].text
     assert "boxes" in found[4][0].text  # the 30-word phrase after it did not fit: dropped
+
+
+def test_guided_signature_refuses_too_many_constraints(exported):
+    signature = tf.saved_model.load(exported[2]).signatures[export.GUIDED_SIGNATURE]
+    table = [["box"] * (MAX_CONSTRAINTS + 1)]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="constraints: more than 64 per"):
+        signature(inputs=tf.constant(["we"]), prefixes=tf.constant([""]), constraints=table)
+    most = signature(
+        inputs=tf.constant(["we"]), prefixes=tf.constant([""]), constraints=[[""] * 64]
+    )
+    assert most["outputs"].shape == [1]
+
+
+def test_constraint_caps_through_tf_servings_api(exported, clients):
+    """t2t-serve's --max_constraints first; past it, the graph's own cap answers (TF Serving
+    answers that one the same way: 400 with the op's words)."""
+
+    def body(count: int) -> dict:
+        columns = {"inputs": ["we"], "prefixes": [""], "constraints": [["box"] * count]}
+        return {"signature_name": "guided", "inputs": columns}
+
+    answer = clients[3].post("/v1/models/export:predict", json=body(17))
+    expected = {"error": "constraints: 17 per sentence, more than --max_constraints=16"}
+    assert (answer.status_code, answer.json()) == (400, expected)
+    assert clients[3].post("/v1/models/export:predict", json=body(16)).status_code == 200
+    many = dataclasses.replace(LIMITS, max_constraints=100)
+    with TestClient(create_app(SavedModelBackend(exported[2]), many), base_url=LOCAL) as client:
+        answer = client.post("/v1/models/export:predict", json=body(MAX_CONSTRAINTS + 1))
+    assert answer.status_code == 400 and list(answer.json()) == ["error"]
+    assert answer.json()["error"].startswith(
+        "assertion failed: [constraints: more than 64 per sentence]"
+    )
 
 
 def test_graph_calibration_equals_numpy_interp():

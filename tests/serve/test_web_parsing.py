@@ -26,7 +26,9 @@ def output_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(output_dir):
-    with TestClient(create_app(load_backend(output_dir=output_dir, search=SEARCH))) as client:
+    with TestClient(
+        create_app(load_backend(output_dir=output_dir, search=SEARCH)), base_url="http://localhost"
+    ) as client:
         yield client
 
 

@@ -96,7 +96,10 @@ def test_served_page_equals_the_runs(exported, backend):
         assert json.load(f)["settings"]["beam_size"] == 3
     caps = backend.capabilities
     assert caps.search_fixed and caps.max_nbest == 2 and caps.attention
-    with TestClient(create_app(backend)) as served, TestClient(create_app(RunBackend(run))) as own:
+    with (
+        TestClient(create_app(backend), base_url="http://localhost") as served,
+        TestClient(create_app(RunBackend(run)), base_url="http://localhost") as own,
+    ):
         for nbest in (1, 2):
             body = {"sentences": LINES, "nbest": nbest}
             got, want = (c.post("/api/translate", json=body).json() for c in (served, own))

@@ -2,9 +2,11 @@
 bad input into a 4xx answer naming the field.
 
 Every error answer is {"error": message, "field": the field's name or null}: 400 for a body
-that is not JSON, 413 beyond a limit (sentences per request, characters per sentence, body
-size), 422 for a wrong type or an out-of-range setting, 429 when `max_concurrent` requests are
-already running. The models below are what FastAPI's OpenAPI page (/docs) shows.
+that is not JSON, a Host header that is not one of the server's names or a Content-Length that
+is not a number, 413 beyond a limit (sentences per request, characters per sentence, constraints
+per sentence, body size), 422 for a wrong type or an out-of-range setting, 429 when
+`max_concurrent` requests are already running. The models below are what FastAPI's OpenAPI
+page (/docs) shows.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Limits:
     max_characters: int = 1000
     max_concurrent: int = 2
     max_beam_size: int = 16
+    max_constraints: int = 16
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -45,9 +48,11 @@ class Limits:
 
     @property
     def max_body_bytes(self) -> int:
-        """The largest request body read: every sentence at its limit, JSON-escaped (up to 12
-        bytes a character), and room for the settings."""
-        return self.max_sentences * (self.max_characters * 12 + 16) + 4096
+        """The largest request body read: every sentence, its prefix and its constraints at
+        their limits, JSON-escaped (up to 12 bytes a character, 8 more a phrase), and room for
+        the settings."""
+        per_sentence = 3 * (self.max_characters * 12 + 16) + 8 * self.max_constraints
+        return self.max_sentences * per_sentence + 4096
 
 
 class ApiError(Exception):
@@ -59,6 +64,22 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": self.message, "field": self.field}
+
+
+def too_large(path: str, limit: int) -> str:
+    """The message of a body beyond `limit` bytes (413)."""
+    return (
+        f"{path}: the body is larger than the limits allow ({limit} bytes: --max_sentences x "
+        "--max_characters)"
+    )
+
+
+def error_body(path: str, field: str | None, message: str, tf_serving: bool = False) -> dict:
+    """The JSON of an error answer at `path`: {"error", "field"}, or TF Serving's {"error"}
+    under /v1/ when the server speaks its API (`tf_serving`)."""
+    if tf_serving and path.startswith("/v1/"):
+        return {"error": message}
+    return ApiError(400, field, message).body()
 
 
 class _Request(BaseModel):
@@ -181,8 +202,8 @@ class InfoResponse(BaseModel):
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": text}
     for code, text in (
-        (400, "The body is not JSON."),
-        (413, "Beyond a limit (sentences, characters, body size)."),
+        (400, "The body is not JSON; a Host not allowed (--allowed_hosts); a bad Content-Length."),
+        (413, "Beyond a limit (sentences, characters, constraints, body size)."),
         (422, "A field of the wrong type or out of range."),
         (429, "max_concurrent requests are running; try again."),
     )
@@ -291,9 +312,30 @@ def check_guides(request: TranslateRequest, limits: Limits) -> list | None:
     ]
     listed = constraints or [[] for _ in range(count)]
     for i, phrases in enumerate(listed):
-        for j, phrase in enumerate(phrases):
-            check_text(phrase, f"constraints[{i}][{j}]", limits.max_characters)
+        check_constraints(phrases, f"constraints[{i}]", limits)
     return [Guide(p, tuple(c)) for p, c in zip(prefixes, listed, strict=True)]
+
+
+def check_constraints(phrases: list[str], field: str, limits: Limits) -> None:
+    """One sentence's target phrases: at most --max_constraints of them, together at most
+    --max_characters characters (each passing `check_text`); else 413 naming `field`."""
+    if len(phrases) > limits.max_constraints:
+        raise ApiError(
+            413,
+            field,
+            f"{field} has {len(phrases)} phrases, more than "
+            f"--max_constraints={limits.max_constraints}",
+        )
+    for j, phrase in enumerate(phrases):
+        check_text(phrase, f"{field}[{j}]", limits.max_characters)
+    total = sum(len(phrase) for phrase in phrases)
+    if total > limits.max_characters:
+        raise ApiError(
+            413,
+            field,
+            f"{field} has {total} characters in all, more than "
+            f"--max_characters={limits.max_characters}",
+        )
 
 
 def check_guided(

@@ -11,19 +11,17 @@
   GET  /openapi.json     the API's OpenAPI description
   /v1/models/NAME...     an export only: TF Serving's REST API (tf_serving.py)
 
-Inference runs in worker threads (`asyncio.to_thread`), so the server keeps answering while a
-search runs; at most `Limits.max_concurrent` searches run at once and a request beyond that gets
-429 at once rather than waiting. Bad input gets a 4xx answer naming the field (`api`).
+Inference and scoring run in worker threads (`asyncio.to_thread`), so the server keeps answering
+while a search runs; at most `Limits.max_concurrent` of them run at once, through one `Gate`, and
+a request beyond that gets 429 at once rather than waiting. Bad input gets a 4xx answer naming
+the field (`api`). In front of every route (`guards`): the Host allow-list and the body limit.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import os
-import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -36,37 +34,11 @@ from t2t_lite.data.trees import TreeParseError, parse_tree
 from t2t_lite.serve.web import adapters, api, tf_serving
 from t2t_lite.serve.web.backend import Backend
 from t2t_lite.serve.web.documents import add_document_route
+from t2t_lite.serve.web.gate import Gate
+from t2t_lite.serve.web.guards import LOOPBACK_HOSTS, RequestGuard
 from t2t_lite.serve.web.trees import sentence_evalb, text_tree_json
 
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
-T = TypeVar("T")
-
-
-class Gate:
-    """At most `limit` calls at once in worker threads; one more is refused (429)."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self._slots = threading.BoundedSemaphore(limit)
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        release = self.hold()
-        try:
-            return await asyncio.to_thread(fn, *args)
-        finally:
-            release()
-
-    def hold(self) -> Callable[[], None]:
-        """Takes a slot (or refuses with 429) and returns what gives it back: for a stream,
-        which holds its slot until it ends."""
-        if not self._slots.acquire(blocking=False):
-            raise api.ApiError(
-                429,
-                None,
-                f"busy: {self.limit} requests are running (--max_concurrent="
-                f"{self.limit}); try again in a moment",
-            )
-        return self._slots.release
 
 
 def is_loopback(host: str) -> bool:
@@ -86,7 +58,7 @@ def _parse_field(text: str, field: str):
         raise api.ApiError(422, field, f"{field} is not one bracketed tree: {error}") from None
 
 
-def _add_error_handlers(app: FastAPI, limits: api.Limits) -> None:
+def _add_error_handlers(app: FastAPI, error_body) -> None:
     @app.exception_handler(api.ApiError)
     async def api_error(request: Request, error: api.ApiError) -> JSONResponse:
         return JSONResponse(error.body(), status_code=error.status)
@@ -100,26 +72,18 @@ def _add_error_handlers(app: FastAPI, limits: api.Limits) -> None:
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         """Starlette's own answers (404 for an unknown path, 405 for a wrong method) in the
         API's shape, {"error", "field"}, instead of {"detail"}."""
-        found = api.ApiError(error.status_code, None, f"{request.url.path}: {error.detail}")
-        return JSONResponse(found.body(), status_code=found.status, headers=error.headers)
-
-    @app.middleware("http")
-    async def body_size(request: Request, call_next):
-        length = request.headers.get("content-length", "0")
-        if not length.isdigit() or int(length) > limits.max_body_bytes:
-            found = api.ApiError(
-                413,
-                "body",
-                f"the body has {length} bytes, more than the "
-                f"{limits.max_body_bytes} the limits allow",
-            )
-            return JSONResponse(found.body(), status_code=found.status)
-        return await call_next(request)
+        path = request.url.path
+        body = error_body(path, None, f"{path}: {error.detail}")
+        return JSONResponse(body, status_code=error.status_code, headers=error.headers)
 
 
-def create_app(backend: Backend, limits: api.Limits | None = None) -> FastAPI:
-    """The FastAPI application serving `backend` within `limits` (default `api.Limits()`)."""
+def create_app(
+    backend: Backend, limits: api.Limits | None = None, allowed_hosts: Sequence[str] = ()
+) -> FastAPI:
+    """The FastAPI application serving `backend` within `limits` (default `api.Limits()`),
+    under the Host names localhost, 127.0.0.1, [::1] and `allowed_hosts` (`*`: any)."""
     limits = limits or api.Limits()
+    exported = getattr(backend, "exported", None)  # an export: TF Serving's REST API too
     # FastAPI's /docs (Swagger UI) and /redoc with their scripts served from the package
     # (fastapi-offline) instead of a CDN, so the API page works offline.
     app = FastAPIOffline(
@@ -127,7 +91,15 @@ def create_app(backend: Backend, limits: api.Limits | None = None) -> FastAPI:
         summary="Translate with a t2t_lite model and look at its attention.",
         version="1",
     )
-    _add_error_handlers(app, limits)
+
+    def error_body(path: str, field: str | None, message: str) -> dict:
+        return api.error_body(path, field, message, tf_serving=exported is not None)
+
+    _add_error_handlers(app, error_body)
+    gate = Gate(limits.max_concurrent)
+    hosts = (*LOOPBACK_HOSTS, *allowed_hosts)
+    guard = {"hosts": hosts, "max_body_size": limits.max_body_bytes, "error_body": error_body}
+    app.add_middleware(RequestGuard, **guard)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/", include_in_schema=False)
@@ -141,26 +113,33 @@ def create_app(backend: Backend, limits: api.Limits | None = None) -> FastAPI:
         return {"facts": backend.facts(), "capabilities": caps, "limits": vars(limits)}
 
     @app.post("/api/evalb", response_model=api.EvalbResponse, responses=api.ERRORS)
-    def evalb(request: api.EvalbRequest) -> dict:
+    async def evalb(request: api.EvalbRequest) -> dict:
         """EVALB (COLLINS.prm) of one sentence: the test tree against a pasted gold tree."""
         for field, text in (("gold", request.gold), ("test", request.test)):
             api.check_text(text, field, limits.max_tree_characters, "8 x --max_characters")
-        return sentence_evalb(
-            _parse_field(request.gold, "gold"), _parse_field(request.test, "test")
-        )
+        return await gate.run(_evalb, request.gold, request.test)
 
-    _add_search_routes(app, backend, limits)
-    exported = getattr(backend, "exported", None)  # an export: TF Serving's REST API too
+    _add_search_routes(app, backend, limits, gate)
     if exported is not None:
-        served = tf_serving.ServedModel(exported, backend.model_name, limits.max_sentences)
-        app.include_router(tf_serving.router(served))
+        served = tf_serving.ServedModel(
+            exported,
+            backend.model_name,
+            limits.max_sentences,
+            getattr(backend, "version_labels", None),
+            limits.max_constraints,
+        )
+        app.include_router(tf_serving.router(served, gate.run))
     return app
 
 
-def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits) -> None:
+def _evalb(gold: str, test: str) -> dict:
+    """Both trees read, then scored: in a worker thread, as a tree may be long."""
+    return sentence_evalb(_parse_field(gold, "gold"), _parse_field(test, "test"))
+
+
+def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits, gate: Gate) -> None:
     """/api/translate, /api/attention and /api/document: searches in worker threads, through
-    one `Gate`."""
-    gate = Gate(limits.max_concurrent)
+    `gate`."""
     caps = backend.capabilities
     add_document_route(app, backend, limits, gate)
 
@@ -176,12 +155,16 @@ def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits) -> No
             constrained = any(g.constraints for g in guides or ())
             api.check_guided(settings, caps, field, constrained)
         chosen = adapters.chosen(backend, request.adapter)
-        results = await gate.run(chosen.translate, sentences, settings, guides, request.details)
-        if caps.parsing:
-            for result in results:
-                for hypothesis in result["hypotheses"]:
-                    hypothesis["tree"] = text_tree_json(hypothesis["text"])
-        return {"settings": settings.to_dict(), "results": results}
+
+        def search() -> list[dict]:  # in a worker thread: the search, then the trees
+            results = chosen.translate(sentences, settings, guides, request.details)
+            if caps.parsing:
+                for result in results:
+                    for hypothesis in result["hypotheses"]:
+                        hypothesis["tree"] = text_tree_json(hypothesis["text"])
+            return results
+
+        return {"settings": settings.to_dict(), "results": await gate.run(search)}
 
     @app.post("/api/attention", response_model=api.AttentionResponse, responses=api.ERRORS)
     async def attention(request: api.AttentionRequest) -> dict:

@@ -34,8 +34,14 @@ from t2t_lite.serve.web.backend import (
 class SavedModelBackend:
     """A SavedModel written by `t2t-export` behind `t2t-serve`; see `Backend`."""
 
-    def __init__(self, export_dir: str, model_name: str | None = None):
+    def __init__(
+        self,
+        export_dir: str,
+        model_name: str | None = None,
+        version_labels: dict[str, str] | None = None,
+    ):
         self.exported = ExportedTranslator(export_dir)
+        self.version_labels = dict(version_labels or {})  # TF Serving's /labels/L: a version
         # TF Serving's model name (tf_serving.py): the folder of versions, as models.config has it
         folder = os.path.abspath(export_dir)
         if os.path.basename(folder).isdigit():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from absl import logging
@@ -26,16 +26,20 @@ def load_backend(
     jit_compile: bool = False,
     model_name: str | None = None,
     adapters: Mapping[str, str] | None = None,
+    version_labels: Mapping[str, str] | None = None,
 ) -> Backend:
     """A `RunBackend` for `output_dir` (restored as t2t-decode restores it, `search` over the
     problem's defaults, `quantize` and `jit_compile` as t2t-decode's flags) or a
     `SavedModelBackend` for `export_dir`, served under TF Serving's REST API as `model_name`
-    (default: the export folder's name); exactly one of the two. `adapters` ({name: adapter
-    run}) adds LoRA adapters over the run, chosen per request (t2t_lite.serve.web.adapters)."""
+    (default: the export folder's name), its version named by `version_labels` ({label:
+    version}); exactly one of the two. `adapters` ({name: adapter run}) adds LoRA adapters
+    over the run, chosen per request (t2t_lite.serve.web.adapters)."""
     if bool(output_dir) == bool(export_dir):
         raise ValueError(
             "give exactly one of --output_dir (a training run) and --export_dir (a SavedModel)"
         )
+    if version_labels and not export_dir:
+        raise ValueError("--version_labels: only with --export_dir (TF Serving's REST API)")
     if export_dir:
         given = {f"--{name}": value for name, value in (search or {}).items()}
         given.update({"--checkpoint": checkpoint, "--data_dir": data_dir})
@@ -51,7 +55,7 @@ def load_backend(
             )
         from t2t_lite.serve.web.saved_model_backend import SavedModelBackend
 
-        return SavedModelBackend(export_dir, model_name)
+        return SavedModelBackend(export_dir, model_name, dict(version_labels or {}))
     from t2t_lite.run.run import Run
     from t2t_lite.serve.web.run_backend import RunBackend
 
@@ -75,7 +79,7 @@ def loopback_warning(host: str, port: int) -> str | None:
         f"t2t-serve: warning: --host={host} is not a loopback address: anyone who can reach "
         f"this machine on port {port} can run the model and read the run's facts (paths "
         "included); t2t-serve has no authentication. Serve on 127.0.0.1 and put a proxy with "
-        "access control in front to share it."
+        "access control in front to share it (its Host name must be in --allowed_hosts)."
     )
 
 
@@ -98,15 +102,31 @@ def listen(host: str = "127.0.0.1", port: int = 8080) -> socket.socket:
     return sock
 
 
-def serve(backend: Backend, limits: Limits, sock: socket.socket) -> None:
-    """Serves the page and API of `backend` on `sock` (from `listen`) until interrupted."""
+def parse_names(text: str, flag: str) -> dict[str, str]:
+    """A flag's "NAME=VALUE,NAME=VALUE" --> {name: value}; a ValueError names a bad item."""
+    found: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in (text or "").split(","))):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not name or not value or name in found:
+            raise ValueError(f"{flag}: {item!r} is not NAME=VALUE (names once each)")
+        found[name] = value
+    return found
+
+
+def serve(
+    backend: Backend, limits: Limits, sock: socket.socket, allowed_hosts: Sequence[str] = ()
+) -> None:
+    """Serves the page and API of `backend` on `sock` (from `listen`) until interrupted, to
+    requests whose Host is a loopback name, the bound address (not 0.0.0.0 or ::) or one of
+    `allowed_hosts`."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
     warning = loopback_warning(host, port)
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    app = create_app(backend, limits)
+    bound = () if host in ("0.0.0.0", "::") else (host,)  # every address: no name of its own
+    app = create_app(backend, limits, allowed_hosts=(*allowed_hosts, *bound))
     shown = f"[{host}]" if ":" in host else host
     logging.info("serving %s", backend.facts().get("problem"))
     print(f"t2t-serve: http://{shown}:{port}/ (API: http://{shown}:{port}/docs)", flush=True)
