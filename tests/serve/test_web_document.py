@@ -113,6 +113,8 @@ def test_a_document_takes_terminology_as_its_sentences_do(client, output_dir):
         ({"text": "a b", "stream": "yes"}, 422, "stream"),
         ({"text": "a b", "terminology": [["box"]]}, 422, "terminology[0]"),
         ({"text": "a b", "terminology": [["box", "x" * 101]]}, 413, "terminology[0][1]"),
+        # more pairs than 4 sentences x 16 constraints
+        ({"text": "a b", "terminology": [["a", "b"]] * 65}, 413, "terminology"),
         ({"text": "a b", "terminology": [["a", "b"]], "sampling": "seed:1"}, 422, "terminology"),
     ],
 )
@@ -144,7 +146,9 @@ def test_markup_nested_too_deep_is_a_422_streamed_or_not(output_dir):
     deep = "we saw\n\nthe " + "<b>" * 1000 + "box" + "</b>" * 1000 + "\n"
     limits = Limits(max_sentences=4, max_characters=2500, max_concurrent=1, max_beam_size=6)
     quoted = 'we saw <a title="x>y">the box</a> here\n'
-    with TestClient(create_app(load_backend(output_dir=output_dir), limits)) as client:
+    with TestClient(
+        create_app(load_backend(output_dir=output_dir), limits), base_url="http://localhost"
+    ) as client:
         for stream in (False, True):
             answer = client.post("/api/document", json={"text": deep, "stream": stream})
             assert answer.status_code == 422, answer.text

@@ -82,7 +82,7 @@ def backend_engine(
 
 
 def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate) -> None:
-    """POST /api/document on `app`, searching through `gate` (`app.Gate`)."""
+    """POST /api/document on `app`, searching through `gate` (`gate.Gate`)."""
 
     @app.post(
         "/api/document",
@@ -101,7 +101,8 @@ def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate)
         if not text.strip():
             raise api.ApiError(422, "text", "text is empty")
         language = request.language or getattr(backend, "source_language", "en")
-        terms = check_terminology(request.terminology, limits)
+        # (compiling thousands of terms takes seconds: not on the event loop)
+        terms = await asyncio.to_thread(check_terminology, request.terminology, limits)
         if terms is not None:
             api.check_guided(settings, chosen.capabilities, "terminology", constrained=True)
         events = translate_events(text, backend_engine(chosen, settings, terms), language, "text")
@@ -126,9 +127,16 @@ def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate)
 
 def check_terminology(pairs: list[list[str]] | None, limits: api.Limits) -> Terminology | None:
     """The request's term pairs as a `Terminology` (None without them); an ApiError names a
-    pair that is not two non-empty terms within the limits."""
+    pair that is not two non-empty terms within the limits, or more pairs than a document's
+    sentences may have constraints (--max_sentences x --max_constraints)."""
     if pairs is None:
         return None
+    most = limits.max_sentences * limits.max_constraints
+    if len(pairs) > most:
+        raise api.ApiError(
+            413, "terminology", f"{len(pairs)} term pairs, more than {most} "
+            "(--max_sentences x --max_constraints)",
+        )  # fmt: skip
     for i, pair in enumerate(pairs):
         if len(pair) != 2 or not all(term.strip() for term in pair):
             raise api.ApiError(422, f"terminology[{i}]", "give [source term, target term]")
