@@ -84,4 +84,4 @@ $(BENCH_DIR)/%/.installed: bench/peers/requirements/%.txt
 bench-envs: $(STAMP) $(PEER_STAMPS)
 
 bench: bench-envs
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) bench/run_bench.py --notes=bench/NOTES.md --output=bench/RESULTS.md
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) bench/run_bench.py --output=bench/RESULTS.md

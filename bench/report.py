@@ -185,10 +185,19 @@ def _breakdown_table(runs) -> list[str]:
 
 
 def markdown(
-    runs, machine: str, load: list, minutes: float, settings: str, sections: list[str] = ()
+    runs,
+    machine: str,
+    load: list,
+    minutes: float,
+    settings: str,
+    sections: list[str] = (),
+    commit: str = "unknown",
+    command: str = "bench/run_bench.py",
 ) -> str:
     """The whole report; `sections` (markdown lines) go before the failures. The tables read
-    the measurements at the configuration's shape; those at other shapes are `sections`'."""
+    the measurements at the configuration's shape; those at other shapes are `sections`'. The
+    header names the date, the commit measured, the command that reproduces the run, and the
+    machine."""
     everything, runs = runs, [m for m in runs if not m.shape]
     loads = ", ".join(f"{a:.1f}" for a, _, _ in load)
     lines = [
@@ -196,6 +205,7 @@ def markdown(
         "",
         f"Written by `bench/run_bench.py` on {datetime.date.today()}"
         + (f", {minutes:.0f} minutes." if minutes >= 1 else "."),
+        f"Commit: {commit}. Command: `{command}`.",
         f"Machine: {machine}. Load average (1 min) at the start and after each repetition: "
         f"{loads}; the CPUs are shared with other jobs, so compare ratios, not absolute rates.",
         f"Configuration: {P.LAYERS}+{P.LAYERS} layers, d_model {P.D_MODEL}, {P.HEADS} heads, "

@@ -1,4 +1,5 @@
-"""t2t_lite side by side with its peers on one configuration; writes bench/RESULTS.md.
+"""t2t_lite side by side with its peers on one configuration; writes bench/RESULTS.md, the current
+tables (their analysis is kept in docs/results/benchmarks.md, newest first).
 
     make bench                                   # creates .bench/<peer> venvs, runs everything
     .venv/bin/python bench/run_bench.py --parts=train --reps=3 --output=bench/RESULTS.md
@@ -47,7 +48,6 @@ flags.DEFINE_integer("warmup", 2, "Untimed calls per process (tracing, compilati
 flags.DEFINE_integer("timeout", 600, "Seconds before a measurement is abandoned.")
 flags.DEFINE_string("bench_dir", ".bench", "Folder of the peers' virtual environments.")
 flags.DEFINE_string("output", None, "Write the markdown report here (RESULTS.md).")
-flags.DEFINE_string("notes", None, "A markdown file appended to the report (the analysis).")
 flags.DEFINE_string("save_json", None, "Also write the raw results of this run here.")
 flags.DEFINE_list("from_json", [], "Merge the raw results of earlier runs into the report.")
 
@@ -148,6 +148,22 @@ def merge(runs: list[Measurement], path: str, load: list, machines: list) -> Non
     machines.append(saved.get("machine", f"not recorded in {path}"))
 
 
+def commit() -> str:
+    """The checkout's commit, `+` when it has uncommitted changes, or "unknown" outside git."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+" if dirty else "")
+
+
 def main(argv: list[str]) -> None:
     del argv
     runs = selected() if FLAGS.reps else []
@@ -179,12 +195,11 @@ def main(argv: list[str]) -> None:
         settings=f"{FLAGS.reps} repetitions, {FLAGS.steps} timed calls per process "
         f"after {FLAGS.warmup} untimed; Python {platform.python_version()}"
         if not FLAGS.from_json
-        else f"Merged runs ({', '.join(FLAGS.from_json)}), their settings in bench/NOTES.md",
+        else f"Merged runs ({', '.join(FLAGS.from_json)}), their settings in their reports",
         sections=curves.section(runs, plot, t2t_lite_peer.benchmark_hparams()),
+        commit=commit(),
+        command=" ".join(["bench/run_bench.py", *sys.argv[1:]]),
     )
-    if FLAGS.notes:
-        with open(FLAGS.notes) as f:
-            text += "\n" + f.read()
     print(text)
     if FLAGS.output:
         atomic_io.write_text(FLAGS.output, text)

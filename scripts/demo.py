@@ -39,7 +39,7 @@ DOCUMENTED = {
 }
 # A machine this much slower than the documented one at the documented model is warned.
 SLOW = 0.5
-# docs/results.md: the demo at 15 minutes on a slow stand-in for an AVX2-only CPU, where
+# docs/results/training.md: the demo at 15 minutes on a slow stand-in for an AVX2-only CPU, where
 # transformer_small ran 0.16x as fast as on the documented machine.
 SLOW_EXAMPLE = "17.41 where transformer_small ran at 0.16x"
 SENTENCES = [

@@ -1,5 +1,6 @@
-"""LoRA adapters against the full fine-tune on the Calc domain adaptation of docs/training.md
-("A domain adaptation, measured"; the table of "Adapters: --lora_rank").
+"""LoRA adapters against the full fine-tune on the Calc domain adaptation of the results journal,
+docs/results/training.md ("A domain adaptation, measured"; the table of "Adapters against the
+full fine-tune, measured").
 
 One command makes the two data folders, trains the parent (every LibreOffice help module but
 Calc, 3,000 steps), fine-tunes it on Calc in full (800 steps) and trains LoRA adapters of each

@@ -4,7 +4,7 @@
 n-best list is final (`search._sentences_done`) is stepped along with the rest, and in a batch
 of mixed lengths that is much of the work: on the demo's 300 first test sentences, in t2t-decode's
 batches of 4,096 source tokens, the sentences were done in 56 % of the sentence-steps made
-(bench/RESULTS.md).
+(docs/results/benchmarks.md).
 
 `compacting_beam_search` runs the same search and, once at least `COMPACT_SHARE` of the
 sentences in the batch are done, writes their results to their rows of the [batch, ...] outputs

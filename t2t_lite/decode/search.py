@@ -83,9 +83,9 @@ def _top_k(values: tf.Tensor, k: int) -> tuple[tf.Tensor, tf.Tensor]:
     first among equal values), in two cheaper stages where the vocabulary splits into blocks.
 
     TensorFlow's top-k over 8,000 columns took as long as the step's pre-softmax matmul on this
-    CPU (bench/NOTES.md). Instead: each block's maximum (one vectorized reduction), the k blocks
-    with the largest maxima, then the top k among those k blocks' entries. Exact: a block that
-    holds one of the k best entries has a maximum at least that entry's, so it ranks among the
+    CPU (docs/results/benchmarks.md). Instead: each block's maximum (one vectorized reduction), the
+    k blocks with the largest maxima, then the top k among those k blocks' entries. Exact: a block
+    that holds one of the k best entries has a maximum at least that entry's, so it ranks among the
     k best blocks; blocks are visited in column order, so ties keep TensorFlow's order.
     """
     vocab = values.shape[-1]

@@ -110,8 +110,8 @@ def compute_dtype_weights(model) -> contextlib.AbstractContextManager:
 
     Under mixed precision, Keras casts each float32 variable to the compute dtype where a layer
     reads it, so a search's loop would cast every kernel and the embedding table again at each
-    step (19 % of greedy search's GPU time in bfloat16, bench/RESULTS.md). The copies are the
-    same casts, so the outputs are unchanged. Only matrices (2 or more dimensions) that Keras
+    step (19 % of greedy search's GPU time in bfloat16, docs/results/benchmarks.md). The copies are
+    the same casts, so the outputs are unchanged. Only matrices (2 or more dimensions) that Keras
     autocasts are copied: layer norms, biases and the float32 scales of int8 weights keep their
     own reads. A float32 model gets a scope that changes nothing. An `Ensemble` gets each
     member's copies.

@@ -19,7 +19,7 @@ def label_smoothed_cross_entropy(
     Both sums carry their gradient in closed form, w * (softmax(logits) - q) per token (q the
     one-hot target for the unsmoothed sum), rather than the chain rule through log-softmax,
     gather and sum: on a [tokens, vocab] matrix that is three element-wise passes instead of about
-    eight, one of them a scatter into a dense zero matrix (bench/NOTES.md).
+    eight, one of them a scatter into a dense zero matrix (docs/results/benchmarks.md).
 
     Args:
       logits: [batch, length, vocab] float.
@@ -28,8 +28,8 @@ def label_smoothed_cross_entropy(
       one_hot_gradient: subtract the reference term as a one-hot comparison rather than scatter
         it into the gradient. Under XLA (`jit_compile`) the comparison fuses with the rest of
         the gradient and its cast to the logits' dtype into one pass over [tokens, vocab], where
-        the scatter splits that pass in two (GPU profile, bench/RESULTS.md); without XLA each
-        op is its own pass and the scatter is the cheaper.
+        the scatter splits that pass in two (GPU profile, docs/results/benchmarks.md); without XLA
+        each op is its own pass and the scatter is the cheaper.
 
     Returns:
       (smoothed loss sum, negative log-likelihood sum, token count), float32 scalars. Divide by
@@ -81,8 +81,8 @@ def projected_cross_entropy(
     scale, the shift and the reference terms are applied to their [tokens, d_model] and
     [vocab, d_model] results. The [tokens, vocab] gradient is never formed: its scale, shift,
     scatter and cast were four passes over 16 M values in a bfloat16 step on an Intel Xeon with
-    AMX (bench/RESULTS.md). For the same reason the sum of a token's log-probs, which label
-    smoothing needs, is sum_v z_v - vocab * logsumexp(z), with sum_v z_v = hidden . sum_v W_v.
+    AMX (docs/results/benchmarks.md). For the same reason the sum of a token's log-probs, which
+    label smoothing needs, is sum_v z_v - vocab * logsumexp(z), with sum_v z_v = hidden . sum_v W_v.
 
     Args:
       hidden: [batch, length, d_model], the decoder's output in the compute dtype.

@@ -1,10 +1,10 @@
 """`precision=auto`: bfloat16 matmuls where the hardware computes them natively, float32 elsewhere.
 
 Mixed bfloat16 keeps float32 weights and computes in bfloat16. On a CPU with AVX-512 BF16 or AMX
-it runs the matmuls up to twice as fast as float32 (bench/RESULTS.md) with the same losses to
-the usual tolerance; on a CPU without them oneDNN emulates bfloat16 and is slower than float32,
-and where TensorFlow does not run oneDNN (an AVX2-only CPU) its own bfloat16 products are also
-coarser (measured on an AMD EPYC with AVX2 only: a 64 x 48 x 500 bfloat16 einsum off by 1.7 %
+it runs the matmuls up to twice as fast as float32 (docs/results/benchmarks.md) with the same
+losses to the usual tolerance; on a CPU without them oneDNN emulates bfloat16 and is slower than
+float32, and where TensorFlow does not run oneDNN (an AVX2-only CPU) its own bfloat16 products are
+also coarser (measured on an AMD EPYC with AVX2 only: a 64 x 48 x 500 bfloat16 einsum off by 1.7 %
 of its largest value, where one bfloat16 rounding of each sum costs at most 0.2 %).
 So "auto" asks the hardware: a GPU of compute capability 8.0 or more (Ampere and later), or
 Linux's CPU flags `avx512_bf16` / `amx_bf16` when there is no GPU. A run records the resolved

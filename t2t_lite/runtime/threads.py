@@ -1,7 +1,7 @@
 """How a decoding process shares its CPUs: batches searched at once, and threads per op.
 
-A search step is hundreds of small ops (bench/RESULTS.md), and an op split over every CPU spends
-much of its time starting and joining threads. On a CPU, more sentences per second come from
+A search step is hundreds of small ops (docs/results/benchmarks.md), and an op split over every CPU
+spends much of its time starting and joining threads. On a CPU, more sentences per second come from
 searching `inter_threads` batches at once, each op on `cpus // inter_threads` threads, as
 CTranslate2 (`inter_threads`, `intra_threads`) and Marian (`--cpu-threads`) do; one batch alone
 then runs on fewer threads, so this pays for files of many batches, not for a single line.

@@ -65,8 +65,8 @@ def batch_stats(
     """The statistics of one batch from the model's logits [batch, target, vocab].
 
     `accuracy=False` leaves correct_tokens at 0 and skips the argmax, a pass over all the logits
-    that a training step does not need (3 % of a bfloat16 step, bench/NOTES.md). `jit_compile`:
-    the step runs under XLA, so the loss takes the gradient form that XLA fuses."""
+    that a training step does not need (3 % of a bfloat16 step, docs/results/benchmarks.md).
+    `jit_compile`: the step runs under XLA, so the loss takes the gradient form that XLA fuses."""
     smoothed, nll, tokens = label_smoothed_cross_entropy(
         logits, batch["targets"], label_smoothing, one_hot_gradient=jit_compile
     )
@@ -88,8 +88,8 @@ def training_stats(
     In a 16-bit compute dtype without XLA the pre-softmax product runs inside the loss's
     gradient (`losses.projected_cross_entropy`), which never forms the [tokens, vocab] gradient
     nor casts it: the bfloat16 step of the benchmark model ran 1.06x as fast on an Intel Xeon
-    with AMX (bench/RESULTS.md). In float32 that was 0.93x, so float32 steps, like steps under
-    XLA (which fuses the logits' gradient itself), take the logits and the loss apart."""
+    with AMX (docs/results/benchmarks.md). In float32 that was 0.93x, so float32 steps, like steps
+    under XLA (which fuses the logits' gradient itself), take the logits and the loss apart."""
     if jit_compile or model.compute_dtype == "float32":
         logits = model(batch, training=True)
         return batch_stats(logits, batch, label_smoothing, accuracy=False, jit_compile=jit_compile)

@@ -53,9 +53,9 @@ class MultiHeadAttention(keras.layers.Layer):
         # applied to the 2-D view [positions, d_model] of its input: one 2-D product, forward
         # and backward. On the 3-D input ("btd,dhk->bthk") it was a batched matmul broadcasting
         # the kernel, whose gradient built [batch, d_model, h * d] and summed it over the batch
-        # (bench/NOTES.md). The kernels keep their [d_model, h, d] and [h, d_v, d_model] shapes
-        # and attribute names, so checkpoints (Adam's slots included) are unchanged; being
-        # Keras layers, `Model.quantize` can reach them.
+        # (docs/results/benchmarks.md). The kernels keep their [d_model, h, d] and [h, d_v,
+        # d_model] shapes and attribute names, so checkpoints (Adam's slots included) are
+        # unchanged; being Keras layers, `Model.quantize` can reach them.
         self.query_dense = self._projection("query", self.key_dim)
         self.key_dense = self._projection("key", self.key_dim)
         self.value_dense = self._projection("value", self.value_dim)
@@ -115,7 +115,7 @@ class MultiHeadAttention(keras.layers.Layer):
         the same shapes, which XLA compiles (`jit_compile`); on the CPU without XLA the growing
         cache is faster (docs/design.md). A step writes them with a `tf.where` over the whole
         buffer, which measured faster than an in-place write where beam search reorders the
-        cache's rows at every step (bench/RESULTS.md, change 11).
+        cache's rows at every step (docs/results/benchmarks.md, change 11).
         fixed="in_place": the same buffers as "key_slots" and "value_slots", which a step writes
         at its one position (a dynamic-update-slice, in place under XLA): for the searches that
         never reorder the cache's rows (greedy search, sampling), where rewriting the whole
@@ -195,7 +195,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def _attend(self, q, k, v, mask, training):
         # Plain batched matmuls over [batch, heads] in the heads-first layout; tf.einsum in the
         # projections' [batch, length, heads, d] layout transposed its operands itself on every
-        # call (5% of the whole training step, bench/NOTES.md).
+        # call (5% of the whole training step, docs/results/benchmarks.md).
         weights = self._weights_heads(_heads_first(q), _heads_first(k), mask, training)
         context = tf.matmul(weights, _heads_first(v))  # --> [batch, heads, q, d_v]
         return self._project_output(_heads_first(context))  # --> [batch, q, d_model]

@@ -24,9 +24,9 @@ class Projection(keras.layers.EinsumDense):
     the result takes the kernel's trailing axes again.
 
     TensorFlow's oneDNN einsum (`_MklEinsum`) computes the same product 2-3x slower than its
-    matmul on the few rows of a decoding step (bench/NOTES.md). Training (`training=True`, which
-    Keras passes down from the model's call) keeps the einsum: there the matmul measured no
-    faster, and trained models stay what they were, to the rounding.
+    matmul on the few rows of a decoding step (docs/results/benchmarks.md). Training
+    (`training=True`, which Keras passes down from the model's call) keeps the einsum: there the
+    matmul measured no faster, and trained models stay what they were, to the rounding.
 
     The variables, their names and checkpoints, `Model.quantize` and `enable_lora` are Keras'
     own; a quantized layer keeps Keras' quantized call, and other equations Keras' einsum. It
