@@ -144,11 +144,10 @@ def test_every_printed_output_is_made_by_the_script_and_names_a_module_that_logs
 
 
 # Where the code and the guides name the repository's files and modules: the guides, the
-# README and the changelog, and every docstring and comment of the package, its commands,
-# scripts and tests. (The results journal and bench/'s dated records speak of their day.)
+# README, and every docstring and comment of the package, its commands, scripts and tests. (The
+# results journal, bench/'s dated records and the changelog speak of their day.)
 NAMING = [
     REPO / "README.md",
-    REPO / "CHANGELOG.md",
     *sorted((REPO / "docs").glob("*.md")),
     *(
         p
