@@ -8,11 +8,11 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-# Every extra (pyproject.toml, [project.optional-dependencies]), the test tools and the docs site's.
+# Every extra (pyproject.toml, [project.optional-dependencies]) and the test tools (the docs site's among them).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[all,test,docs]'
+	$(PY) -m pip install -q -e '.[all,test]'
 	touch $(STAMP)
 
 # The fast tier on two workers (a test file stays on one worker, so its module fixtures are

@@ -56,6 +56,14 @@ flags.DEFINE_integer(
 flags.DEFINE_boolean(
     "merge_lora", False, "An adapter run: fold the adapter into the base weights (one model)."
 )
+flags.DEFINE_multi_string(
+    "score",
+    [],
+    "SOURCE,REFERENCE: a test set translated and scored (BLEU, chrF) for the model card "
+    "(README.md); repeat for several.",
+)
+flags.DEFINE_string("license", "other", "The model card's license (a Hugging Face Hub id).")
+flags.DEFINE_string("model_name", None, "The model card's title; default: the run folder's name.")
 
 
 CONVERTER_QUANTIZATION = {"ctranslate2": "--ct2_quantization", "litert": "--litert_quantization"}
@@ -78,6 +86,7 @@ def main() -> None:
     from t2t_lite.serve import versions
 
     versions.check_target(FLAGS.export_dir, FLAGS.version)  # before TensorFlow loads
+    score_pairs()
     run_flags.check_run_flags(FLAGS.nbest)
     from t2t_lite.serve import export  # TensorFlow: after the flags are checked
 
@@ -86,10 +95,13 @@ def main() -> None:
         # CTranslate2 and LiteRT: one model
         merge_lora=FLAGS.merge_lora or FLAGS.format in ("ctranslate2", "litert"),
     )
+    card = model_card(run)
     if FLAGS.format == "ctranslate2":
         from t2t_lite.serve import ctranslate2_export as ct2
 
-        path, info = ct2.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.ct2_quantization)
+        path, info = ct2.export_run(
+            run, FLAGS.export_dir, FLAGS.version, FLAGS.ct2_quantization, card
+        )
     elif FLAGS.format == "litert":
         from t2t_lite.serve import litert_export
 
@@ -99,10 +111,60 @@ def main() -> None:
             FLAGS.version,
             quantization=FLAGS.litert_quantization,
             batch_size=FLAGS.litert_batch_size,
+            card=card,
         )
     else:
-        path, info = export.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.nbest)
+        path, info = export.export_run(run, FLAGS.export_dir, FLAGS.version, FLAGS.nbest, card)
     print(json.dumps({FLAGS.format: path, **info["settings"]}))
+
+
+def score_pairs() -> list[tuple[str, str]]:
+    """--score's (source, reference) pairs, checked before TensorFlow loads."""
+    import os
+
+    pairs = []
+    for value in FLAGS.score:
+        parts = value.split(",")
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(f"--score={value}: give SOURCE,REFERENCE (two files)")
+        for path in parts:
+            if not os.path.isfile(path):
+                raise ValueError(f"--score: file not found: {path}")
+        pairs.append((parts[0], parts[1]))
+    return pairs
+
+
+def model_card(run):
+    """card(info, usage) -> the README.md model card: --score's test sets translated now as
+    the export searches (greedy for LiteRT), the run folder's records, the flags' license and
+    name."""
+    import os
+
+    from t2t_lite.decode.translator import Translator
+    from t2t_lite.serve import model_card as cards
+    from t2t_lite.serve.facts import run_facts
+
+    settings = run.search
+    if FLAGS.format == "litert":
+        settings = settings.override(beam_size=1, alpha=0.0, nbest=1)
+    translator = Translator(
+        run.model, run.tokenizer, settings, postprocess=run.problem.postprocess,
+        constraint=run.constraint, shortlist=run.shortlist,
+    )  # fmt: skip
+    how = f"t2t_lite, beam {settings.beam_size}, alpha {settings.alpha:g}"
+    scored = cards.score_test_sets(score_pairs(), translator.translate, how)
+    facts = {
+        "name": FLAGS.model_name or os.path.basename(os.path.abspath(run.output_dir)),
+        "format": FLAGS.format,
+        "license": FLAGS.license,
+        "source_language": getattr(run.problem, "source_language", ""),
+        "target_language": getattr(run.problem, "target_language", ""),
+        "max_input_length": settings.input_limit(run.model.max_positions),
+        "vocabulary": os.path.basename(run.tokenizer.path),
+        "record": cards.run_record(run.output_dir, run.data_dir),
+        **run_facts(run),
+    }
+    return lambda info, usage: cards.card({**info, **facts}, scored, usage)
 
 
 def run() -> None:

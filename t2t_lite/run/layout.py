@@ -25,6 +25,8 @@ output_dir, named once here.
       adapter.json           an adapter run's rank and parent: its run folder, checkpoint and
                              the SHA-256 of its weights (adapter.py); its checkpoints then
                              hold the LoRA weights alone
+      machines.json          the machines the run trained on: each process's CPU, its matrix
+                             unit and GPUs, from its first step (the model card names them)
       summaries/             TensorBoard event files of the training and dev metrics
       train.lock             the t2t-train writing the run, its PID; removed when it ends (lock.py)
 
@@ -49,6 +51,7 @@ RATE_FILE = "peak_rate.json"
 DROPOUT_FILE = "dropout.json"
 SEARCH_FILE = "search.json"
 ADAPTER_FILE = "adapter.json"
+MACHINES_FILE = "machines.json"
 SUMMARIES_DIR = "summaries"
 LOCK_FILE = "train.lock"
 # In every checkpoint folder: TensorFlow's state file, listing the folder's checkpoints.

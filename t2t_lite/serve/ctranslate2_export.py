@@ -31,6 +31,7 @@ import shutil
 import tempfile
 import time
 import types
+from collections.abc import Callable
 from typing import Any
 
 import ctranslate2
@@ -186,7 +187,11 @@ def check_quantization(quantization: str) -> None:
 
 
 def export_run(
-    run: Run, export_dir: str, version: int | None = None, quantization: str = "float32"
+    run: Run,
+    export_dir: str,
+    version: int | None = None,
+    quantization: str = "float32",
+    card: Callable[[dict[str, Any], str], str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Converts a restored run to `export_dir/<version>` (a CTranslate2 model folder: model.bin,
     config.json, the vocabularies, the run's vocabulary file, README.md and t2t_export.json),
@@ -219,7 +224,8 @@ def export_run(
         os.chmod(folder, 0o755)
         shutil.copyfile(vocab_file, os.path.join(folder, info["vocabulary"]))
         atomic_io.write_json(os.path.join(folder, EXPORT_INFO), info)
-        atomic_io.write_text(os.path.join(folder, "README.md"), usage(info))
+        readme = card(info, usage(info)) if card else usage(info)  # the model card
+        atomic_io.write_text(os.path.join(folder, "README.md"), readme)
 
     path = write_version(export_dir, version, write)
     logging.info("wrote the CTranslate2 model %s in %.1f s", path, time.monotonic() - start)

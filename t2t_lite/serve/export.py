@@ -315,10 +315,12 @@ def write_saved_model(
     export_dir: str,
     version: int | None = None,
     info: dict[str, Any] | None = None,
+    readme: str | None = None,
 ) -> str:
     """Writes the SavedModel with the three signatures to `export_dir/<version>` atomically
     (see `write_version`) and returns that path. `info` (JSON-able: checkpoint, settings, ...)
-    is stored with the version as assets.extra/t2t_export.json."""
+    is stored with the version as assets.extra/t2t_export.json; `readme` (the model card) as
+    README.md."""
     start = time.monotonic()
     archive = keras.export.ExportArchive()
     archive.track(functions.model)
@@ -334,6 +336,9 @@ def write_saved_model(
         os.makedirs(extra, exist_ok=True)
         with open(os.path.join(extra, EXPORT_INFO), "w") as f:
             json.dump(info or {}, f, indent=2, sort_keys=True)
+        if readme is not None:
+            with open(os.path.join(folder, "README.md"), "w", encoding="utf-8") as f:
+                f.write(readme)
 
     path = write_version(export_dir, version, write)
     logging.info("wrote %s in %.1f s", path, time.monotonic() - start)
@@ -341,12 +346,32 @@ def write_saved_model(
 
 
 def export_run(
-    run: Run, export_dir: str, version: int | None = None, nbest: int | None = None
+    run: Run,
+    export_dir: str,
+    version: int | None = None,
+    nbest: int | None = None,
+    card: Callable[[dict[str, Any], str], str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Exports a restored run (see `ServingFunctions.from_run`) to `export_dir/<version>`;
-    returns the version folder and the facts stored with it (run, checkpoint, settings)."""
+    returns the version folder and the facts stored with it (run, checkpoint, settings).
+    `card(info, usage)`: the README.md model card (t2t_lite.serve.model_card)."""
     functions = ServingFunctions.from_run(run, nbest)
     info = {**run.describe(), **run_facts(run), "settings": functions.settings.to_dict()}
     for key in ("output_dir", "checkpoint", "data_dir"):
         info[key] = os.path.abspath(info[key])
-    return write_saved_model(functions, export_dir, version, info), info
+    readme = card(info, usage(info)) if card else None
+    return write_saved_model(functions, export_dir, version, info, readme), info
+
+
+def usage(info: dict[str, Any]) -> str:
+    """How to translate with a SavedModel of t2t-export (the model card's "Use")."""
+    return (
+        "TF Serving serves the folder of versions (`t2t-serve --export_dir=FOLDER` answers the "
+        "same REST API); from Python, with t2t_lite installed:\n\n"
+        "```python\nfrom t2t_lite import Translator\n\n"
+        'translator = Translator.from_run("FOLDER")  # this folder, or its folder of versions\n'
+        'print(translator.translate(["Click the OK button to close the dialog."]))\n```\n\n'
+        f"Signatures: `serving_default` (beam {info['settings']['beam_size']}, alpha "
+        f"{info['settings']['alpha']}), `nbest`, `translate_ids`, `guided` and `attention` "
+        "(docs/serving.md in t2t_lite)."
+    )

@@ -27,6 +27,7 @@ import hashlib
 import os
 import shutil
 import time
+from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
@@ -144,6 +145,7 @@ def export_run(
     version: int | None = None,
     quantization: str = "none",
     batch_size: int | None = None,
+    card: Callable[[dict[str, Any], str], str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Converts a restored run to `export_dir/<version>` (model.tflite, the run's SentencePiece
     model, t2t_export.json and README.md), written whole or not at all (`write_version`).
@@ -184,7 +186,8 @@ def export_run(
             f.write(flatbuffer)
         shutil.copyfile(run.tokenizer.path, os.path.join(folder, info["vocabulary"]))
         atomic_io.write_json(os.path.join(folder, EXPORT_INFO), info)
-        atomic_io.write_text(os.path.join(folder, "README.md"), usage(info))
+        readme = card(info, usage(info)) if card else usage(info)  # the model card
+        atomic_io.write_text(os.path.join(folder, "README.md"), readme)
 
     path = write_version(export_dir, version, write)
     logging.info(

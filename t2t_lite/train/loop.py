@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import os
 
 import keras
@@ -25,10 +26,15 @@ from t2t_lite.run.adapter import AdapterRecord, is_adapter_run
 # What t2t-train needs of the run's infrastructure, re-exported for it.
 from t2t_lite.run.checkpoints import CheckpointError as CheckpointError
 from t2t_lite.run.checkpoints import CheckpointKeeper
-from t2t_lite.run.layout import CHECKPOINT_DIR, LAST_CHECKPOINT_FILE, RUN_INFO_FILE
+from t2t_lite.run.layout import (
+    CHECKPOINT_DIR,
+    LAST_CHECKPOINT_FILE,
+    MACHINES_FILE,
+    RUN_INFO_FILE,
+)
 from t2t_lite.run.lock import run_lock
 from t2t_lite.run.run_info import RunInfo
-from t2t_lite.runtime import cluster, distribute
+from t2t_lite.runtime import atomic_io, cluster, cpu, distribute
 from t2t_lite.runtime.atomic_io import file_sha256
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
 from t2t_lite.runtime.distribute import cluster_strategy as cluster_strategy
@@ -204,6 +210,8 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before
     restored = _restore(trainer, keeper, problem, config, earlier_run)
     start = int(trainer.step.numpy())
     logging.info("%s at step %d", f"resumed from {restored}" if restored else "starting", start)
+    if chief:
+        record_machine(config.output_dir, start)
     per_pipeline = strategy.num_replicas_in_sync // distribute.num_input_pipelines(strategy)
     skip = start * hparams.accum_steps * per_pipeline
     iterator = training_stream(problem, config, hparams, strategy, skip)
@@ -239,6 +247,27 @@ def _train_locked(problem, config, hparams, hparams_set, strategy, chief, before
             loop.finish(start)
             return loop.last_metrics
         return loop.run(iterator, start)
+
+
+def record_machine(output_dir: str, step: int) -> None:
+    """Adds this process's machine to output_dir/machines.json (the model card names the
+    machines a run trained on): its CPU and matrix unit, its logical CPUs and GPUs, from `step`.
+    A resumed run on the same machine adds nothing."""
+    machine = cpu.machine_kind(cpu.describe_machine()) + f", {os.cpu_count()} CPUs"
+    gpus = [
+        tf.config.experimental.get_device_details(d).get("device_name", "GPU")
+        for d in tf.config.list_physical_devices("GPU")
+    ]
+    if gpus:
+        machine += ", " + ", ".join(f"{gpus.count(g)} x {g}" for g in sorted(set(gpus)))
+    path = os.path.join(output_dir, MACHINES_FILE)
+    machines = []
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            machines = json.load(f).get("machines", [])
+    if not machines or machines[-1]["machine"] != machine:
+        machines.append({"machine": machine, "from_step": step})
+        atomic_io.write_json(path, {"machines": machines})
 
 
 def run_info(problem, config: TrainConfig, hparams: HParams, hparams_set: str) -> RunInfo:

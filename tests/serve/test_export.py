@@ -113,7 +113,8 @@ def run(tmp_path_factory):
     export_dir = str(root / "served")
     done = subprocess.run(
         [sys.executable, "-m", "t2t_lite.bin.t2t_export", f"--output_dir={output_dir}"]
-        + [f"--export_dir={export_dir}", "--nbest=2", *SEARCH],
+        + [f"--export_dir={export_dir}", "--nbest=2", *SEARCH]
+        + [f"--score={files['dev_src']},{files['dev_tgt']}", "--license=apache-2.0"],
         capture_output=True,
         text=True,
         env=ENV,
@@ -130,7 +131,50 @@ def run(tmp_path_factory):
         "report": report,
         "lines": lines,
         "source": _write_lines(root / "test.src", lines),
+        "dev": (files["dev_src"], files["dev_tgt"]),
     }
+
+
+def test_the_export_carries_a_model_card(run):
+    """README.md: the Hub's front matter, and the --score test set translated as the export
+    searches and scored by sacreBLEU, the same numbers in the front matter and the table."""
+    import yaml
+
+    from t2t_lite.decode.translator import Translator
+    from t2t_lite.metrics.scores import corpus_scores
+
+    with open(os.path.join(run["saved_model"], "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    _, front, body = text.split("---\n", 2)
+    meta = yaml.safe_load(front)
+    sources, references = (open(p).read().splitlines() for p in run["dev"])
+    translator = Translator.from_run(run["output_dir"], beam_size=3, alpha=0.6, extra_length=10)
+    bleu, chrf = corpus_scores(translator.translate(sources), [references], ["bleu", "chrf"])
+    assert meta == {
+        "license": "apache-2.0",
+        "library_name": "t2t_lite",
+        "tags": ["translation", "transformer", "t2t_lite", "saved_model"],
+        "metrics": ["bleu", "chrf"],
+        "model-index": [
+            {
+                "name": "run",
+                "results": [
+                    {
+                        "task": {"type": "translation", "name": "Translation text2text"},
+                        "dataset": {"name": "dev.src", "type": "text2text"},
+                        "metrics": [
+                            {"type": "bleu", "value": round(bleu.score, 2), "name": "BLEU"},
+                            {"type": "chrf", "value": round(chrf.score, 2), "name": "chrF"},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    row = f"| dev.src | 20 | {bleu.score:.2f} | {chrf.score:.2f} | t2t_lite, beam 3, alpha 0.6 |"
+    assert row in body.splitlines()
+    assert "- hparams set `transformer_tiny`, " in body and "1 training step," in body
+    assert "inputs longer than 40 pieces" in body and "Translator.from_run" in body
 
 
 @pytest.fixture(scope="module")
@@ -423,3 +467,22 @@ def test_settings_are_checked():
         SearchSettings(max_input_length=41).check(40)
     with pytest.raises(ValueError, match="--extra_length must be >= 0"):
         SearchSettings(extra_length=-1).check(40)
+
+
+def test_training_records_its_machine_once_per_machine(tmp_path, monkeypatch):
+    """machines.json, which the model card reads: a process on another machine adds its
+    entry, one on the same machine adds nothing."""
+    from t2t_lite.runtime import cpu
+    from t2t_lite.train import loop
+
+    output_dir = str(tmp_path)
+    here = cpu.machine_kind(cpu.describe_machine()) + f", {os.cpu_count()} CPUs"  # no GPU here
+    loop.record_machine(output_dir, 0)
+    loop.record_machine(output_dir, 120)  # resumed on the same machine
+    monkeypatch.setattr(cpu, "describe_machine", lambda: {"cpu": "Other CPU", "cpus": 8})
+    loop.record_machine(output_dir, 300)
+    with open(os.path.join(output_dir, "machines.json")) as f:
+        machines = json.load(f)["machines"]
+    assert [m["from_step"] for m in machines] == [0, 300]
+    assert machines[0]["machine"] == here
+    assert machines[1]["machine"] == f"Other CPU, {os.cpu_count()} CPUs"
