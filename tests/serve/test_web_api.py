@@ -229,6 +229,8 @@ BAD_REQUESTS = [
     ("/api/evalb", {"gold": "(S (NP a)", "test": "(S (NN a))"}, 422, "gold"),
     ("/api/evalb", {"gold": "(S (NN a))", "test": "no tree"}, 422, "test"),
     ("/api/evalb", {"gold": "(S (NN a))"}, 422, "test"),
+    # 301 levels in 905 characters: refused before it is read, whatever it costs to score
+    ("/api/evalb", {"gold": "(A" * 301 + " x" + ")" * 301, "test": "(S (NN a))"}, 413, "gold"),
 ]
 
 

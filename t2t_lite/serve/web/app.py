@@ -51,7 +51,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# The deepest tree /api/evalb reads: far deeper than any treebank's (GUM's and the WSJ's are
+# under 40), shallow enough that scoring one stays quick (a 3,990-deep tree took seconds).
+MAX_TREE_DEPTH = 300
+
+
+def tree_depth(text: str) -> int:
+    """The deepest nesting of brackets in `text`, read in one pass."""
+    depth = deepest = 0
+    for char in text:
+        if char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    return deepest
+
+
 def _parse_field(text: str, field: str):
+    depth = tree_depth(text)
+    if depth > MAX_TREE_DEPTH:
+        raise api.ApiError(
+            413, field, f"{field} is nested {depth} deep, more than {MAX_TREE_DEPTH} levels"
+        )
     try:
         return parse_tree(text)
     except TreeParseError as error:
