@@ -101,8 +101,20 @@ def run(main: Callable[[], None], failures: tuple[type[BaseException], ...] = ()
             if flags.FLAGS.verbose:
                 traceback.print_exc()
             fail(name, _message(error))
+        except KeyboardInterrupt as stop:  # Ctrl-C, or a SIGTERM t2t-train's lock turned into it
+            if flags.FLAGS.verbose:
+                traceback.print_exc()
+            fail(name, interrupted(stop), status=130 if str(stop) != "SIGTERM" else 143)
 
     app.run(main_with_argv, flags_parser=_flags_parser(name))
+
+
+def interrupted(stop: KeyboardInterrupt) -> str:
+    """The one line of a command stopped by a signal outside its own handling of it."""
+    return (
+        f"stopped by {str(stop) or 'SIGINT'} before it finished; run the same command again to "
+        "go on (t2t-train resumes from its last checkpoint)"
+    )
 
 
 class _LibraryInfoHidden(logging.Filter):
