@@ -25,11 +25,13 @@ flags.DEFINE_string("visualize_dir", None, "Where PNGs and index.html go (defaul
 
 
 def main() -> None:
+    from t2t_lite.runtime.figures import pyplot
+
+    pyplot("drawing attention pictures")  # without matplotlib: refused first, no run needed
     run_flags.check_run_flags()  # before TensorFlow loads
     from t2t_lite.decode.translator import Translator
-    from t2t_lite.decode.visualize import pyplot, sentence_attention, write_pictures
+    from t2t_lite.decode.visualize import sentence_attention, write_pictures
 
-    pyplot()  # without matplotlib, fail before the model loads
     run = run_flags.restore_run()
     translator = Translator.from_run(run)
     attention = sentence_attention(translator, FLAGS.inputs)

@@ -5,8 +5,10 @@ stops (they come before absl::InitializeLog, so TF_CPP_MIN_LOG_LEVEL does not ap
 "All log messages before absl::InitializeLog() is called", "oneDNN custom operations are on",
 the CPU feature note and, on a machine without an NVIDIA driver, the CUDA probe's "Could not
 find cuda drivers" and "failed call to cuInit". `hold_startup_lines()` (called when the t2t_lite
-package is imported) registers TensorFlow to load on first use (importlib.util.LazyLoader) with
-descriptor 2 held meanwhile; what it printed is passed on except those lines. As it loads, it
+package is imported) puts a finder first on sys.meta_path that gives TensorFlow's import, when
+it comes, a loader holding descriptor 2 while it runs; what it printed is passed on except
+those lines. Nothing is imported before that: `"tensorflow" in sys.modules` still says whether
+TensorFlow is loaded (the LiteRT runner and its tests ask). As it loads, it
 sets TF_CPP_MIN_LOG_LEVEL to 1 (C++ INFO lines off) when the variable is unset. A user who sets
 TF_CPP_MIN_LOG_LEVEL=0 sees every line, and a program that imported TensorFlow before t2t_lite
 is left as it is.
@@ -73,14 +75,23 @@ class _QuietLoader(importlib.abc.Loader):
             sys.stderr.flush()
 
 
+class _QuietFinder(importlib.abc.MetaPathFinder):
+    """Finds TensorFlow as the other finders do, the first time it is imported, and wraps its
+    loader in `_QuietLoader`; then steps aside."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)  # once, and not while the other finders look
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
 def hold_startup_lines() -> None:
-    """Registers TensorFlow to load quietly on first use (see the module's docstring)."""
-    if "tensorflow" in sys.modules:
-        return  # already loaded (or already registered): its lines, if any, are out
-    spec = importlib.util.find_spec("tensorflow")
-    if spec is None or spec.loader is None:
-        return  # the import itself will say what is missing
-    spec.loader = importlib.util.LazyLoader(_QuietLoader(spec.loader))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tensorflow"] = module
-    spec.loader.exec_module(module)
+    """Registers TensorFlow to load quietly when it is first imported (see the module's
+    docstring)."""
+    if "tensorflow" in sys.modules or any(isinstance(f, _QuietFinder) for f in sys.meta_path):
+        return  # already loaded (its lines, if any, are out), or already registered
+    sys.meta_path.insert(0, _QuietFinder())
