@@ -15,6 +15,7 @@ from absl import flags, logging
 
 from t2t_lite.bin import cli, run_flags
 from t2t_lite.decode import search_flags
+from t2t_lite.extras import import_extra
 
 FLAGS = flags.FLAGS
 run_flags.define_run_flags()
@@ -25,9 +26,8 @@ flags.DEFINE_string("visualize_dir", None, "Where PNGs and index.html go (defaul
 
 
 def main() -> None:
-    from t2t_lite.runtime.figures import pyplot
-
-    pyplot("drawing attention pictures")  # without matplotlib: refused first, no run needed
+    # without matplotlib: refused first, no run needed
+    import_extra("matplotlib", "matplotlib", "viz", "drawing attention pictures")
     run_flags.check_run_flags()  # before TensorFlow loads
     from t2t_lite.decode.translator import Translator
     from t2t_lite.decode.visualize import sentence_attention, write_pictures
