@@ -38,7 +38,7 @@ flags.adopt_module_key_flags(search_flags)
 flags.DEFINE_integer("nbest", 1, "Hypotheses per input line (<= beam_size).", lower_bound=1)
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bound=1)
 flags.DEFINE_enum("input_format", "lines", ["lines", "document"], "document: one text, in its "
-                  "layout, markup kept (docs/decoding.md).")  # fmt: skip
+                  "layout, markup kept (docs/control.md).")  # fmt: skip
 flags.DEFINE_string("source_language", None, "A document's language (default: the problem's).")
 flags.DEFINE_enum(
     "strategy", "default", STRATEGIES, "auto/mirrored: split each batch across local devices."

@@ -109,7 +109,7 @@ def test_trained_copy_and_reverse_models_align_on_the_diagonal_and_anti_diagonal
         lp = math.fsum(map(math.log, hyp.details.token_probs))
         assert lp == pytest.approx(hyp.log_prob, abs=1e-5)
     assert wrong <= 3, wrong  # the model has learned its task: 27 of 30 or more
-    # docs/decoding.md reports these shares.
+    # docs/control.md reports these shares.
     assert on_line / total >= (0.95 if not reverse else 0.7), on_line / total
     assert near / total >= 0.95
 
