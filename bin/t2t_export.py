@@ -86,7 +86,7 @@ def main() -> None:
     from t2t_lite.serve import versions
 
     versions.check_target(FLAGS.export_dir, FLAGS.version)  # before TensorFlow loads
-    score_pairs()
+    pairs = score_pairs()  # before TensorFlow loads
     run_flags.check_run_flags(FLAGS.nbest)
     from t2t_lite.serve import export  # TensorFlow: after the flags are checked
 
@@ -95,7 +95,7 @@ def main() -> None:
         # CTranslate2 and LiteRT: one model
         merge_lora=FLAGS.merge_lora or FLAGS.format in ("ctranslate2", "litert"),
     )
-    card = model_card(run)
+    card = model_card(run, pairs)
     if FLAGS.format == "ctranslate2":
         from t2t_lite.serve import ctranslate2_export as ct2
 
@@ -134,10 +134,10 @@ def score_pairs() -> list[tuple[str, str]]:
     return pairs
 
 
-def model_card(run):
-    """card(info, usage) -> the README.md model card: --score's test sets translated now as
-    the export searches (greedy for LiteRT), the run folder's records, the flags' license and
-    name."""
+def model_card(run, pairs: list[tuple[str, str]]):
+    """card(info, usage) -> the README.md model card: --score's test sets (`pairs`) translated
+    now as the export searches (greedy for LiteRT), the run folder's records, the flags'
+    license and name."""
     import os
 
     from t2t_lite.decode.translator import Translator
@@ -152,7 +152,7 @@ def model_card(run):
         constraint=run.constraint, shortlist=run.shortlist,
     )  # fmt: skip
     how = f"t2t_lite, beam {settings.beam_size}, alpha {settings.alpha:g}"
-    scored = cards.score_test_sets(score_pairs(), translator.translate, how)
+    scored = cards.score_test_sets(pairs, translator.translate, how)
     facts = {
         "name": FLAGS.model_name or os.path.basename(os.path.abspath(run.output_dir)),
         "format": FLAGS.format,
