@@ -180,9 +180,11 @@ def evaluate(data_dir: str, output_dir: str, work: str) -> dict:
     }
 
 
-def export(output_dir: str, export_dir: str) -> dict:
-    """t2t-export, then three sentences through the SavedModel in this process."""
-    run(["t2t-export", f"--output_dir={output_dir}", f"--export_dir={export_dir}"])
+def export(output_dir: str, export_dir: str, test_pair: tuple[str, str]) -> dict:
+    """t2t-export, its model card scored on the held-out test split, then three sentences through
+    the SavedModel in this process."""
+    run(["t2t-export", f"--output_dir={output_dir}", f"--export_dir={export_dir}",
+         f"--score={','.join(test_pair)}"])  # fmt: skip
     version = max(int(v) for v in os.listdir(export_dir) if v.isdigit())
     version_dir = os.path.join(export_dir, str(version))
     print(f"\nThe SavedModel {version_dir}, loaded in this process:")
@@ -216,7 +218,8 @@ def main() -> None:
     facts = {"work": work, "output_dir": output_dir}
     facts.update(train(args, data_dir, output_dir))
     facts.update(evaluate(data_dir, output_dir, work))
-    facts.update(export(output_dir, os.path.join(work, "export")))
+    test_pair = (os.path.join(work, "test.en"), os.path.join(work, "test.de"))
+    facts.update(export(output_dir, os.path.join(work, "export"), test_pair))
     facts["pictures"] = os.path.join(work, "attention")
     run(["t2t-visualize", f"--output_dir={output_dir}", f"--inputs={SENTENCES[0]}",
          f"--visualize_dir={facts['pictures']}"])  # fmt: skip
