@@ -240,10 +240,12 @@ def fetch_help(cache_dir: str, language_package: str) -> str:
 
 
 class LibreOfficeHelpProblem(Problem):
-    """English --> `language` sentence pairs from the LibreOffice help; shared BPE of
+    """English --> `target_language` sentence pairs from the LibreOffice help; shared BPE of
     `vocab_size` (option; by default sized from the training pairs)."""
 
-    language: ClassVar[str] = ""
+    # The language pair, as every translation problem names it (model cards, sentence splitting).
+    source_language: ClassVar[str] = "en"
+    target_language: ClassVar[str] = ""
     package: ClassVar[str] = ""
     vocab_type: ClassVar[str] = "bpe"
     max_input_length: ClassVar[int] = 128
@@ -273,7 +275,7 @@ class LibreOfficeHelpProblem(Problem):
     def help_root(self, data_dir: str, options: dict[str, Any]) -> str:
         if options["help_dir"]:
             return options["help_dir"]
-        if os.path.isdir(os.path.join(INSTALLED_HELP, self.language)) and os.path.isdir(
+        if os.path.isdir(os.path.join(INSTALLED_HELP, self.target_language)) and os.path.isdir(
             os.path.join(INSTALLED_HELP, ENGLISH)
         ):
             return INSTALLED_HELP
@@ -281,7 +283,9 @@ class LibreOfficeHelpProblem(Problem):
 
     def prepare(self, data_dir: str, options: dict[str, Any]) -> None:
         root = self.help_root(data_dir, options)
-        self._pairs, counts = filtered_pairs(align_help(root, self.language, options["modules"]))
+        self._pairs, counts = filtered_pairs(
+            align_help(root, self.target_language, options["modules"])
+        )
         by_split = {}
         for pair in self._pairs:
             by_split[split_of(pair[0])] = by_split.get(split_of(pair[0]), 0) + 1
@@ -294,11 +298,11 @@ class LibreOfficeHelpProblem(Problem):
 
 @register_problem("translate_ende_lohelp")
 class TranslateEnDeLoHelp(LibreOfficeHelpProblem):
-    language = "de"
+    target_language = "de"
     package = "de"
 
 
 @register_problem("translate_enfr_lohelp")
 class TranslateEnFrLoHelp(LibreOfficeHelpProblem):
-    language = "fr"
+    target_language = "fr"
     package = "fr"

@@ -166,11 +166,12 @@ def train(args, data_dir: str, output_dir: str) -> dict:
 
 
 def evaluate(data_dir: str, output_dir: str, work: str) -> dict:
-    """Decodes the held-out test split with beam 4, alpha 0.6 and scores it with t2t-bleu."""
+    """Decodes the held-out test split with the run's own search settings (those the budget
+    tuned on dev, else the problem's) and scores it with t2t-bleu."""
     source, reference, lines = write_test_split(data_dir, work)
     translation = os.path.join(work, "test.translated.de")
     run(["t2t-decode", f"--output_dir={output_dir}", f"--decode_from_file={source}",
-         f"--decode_to_file={translation}", "--beam_size=4", "--alpha=0.6"])  # fmt: skip
+         f"--decode_to_file={translation}"])  # fmt: skip
     bleu = run(["t2t-bleu", f"--translation={translation}", f"--reference={reference}"])
     match = re.search(r"BLEU[^=]*= ([0-9.]+)", bleu)
     return {
@@ -184,7 +185,7 @@ def export(output_dir: str, export_dir: str, test_pair: tuple[str, str]) -> dict
     """t2t-export, its model card scored on the held-out test split, then three sentences through
     the SavedModel in this process."""
     run(["t2t-export", f"--output_dir={output_dir}", f"--export_dir={export_dir}",
-         f"--score={','.join(test_pair)}"])  # fmt: skip
+         f"--score={','.join(test_pair)}", f"--model_name={PROBLEM}-demo"])  # fmt: skip
     version = max(int(v) for v in os.listdir(export_dir) if v.isdigit())
     version_dir = os.path.join(export_dir, str(version))
     print(f"\nThe SavedModel {version_dir}, loaded in this process:")
@@ -249,7 +250,13 @@ def summary(facts: dict) -> None:
     if os.path.isfile(choice_file):
         with open(choice_file) as f:
             print(f"model kept at the end: {json.load(f)['why']}")
-    print(f"test BLEU (sacreBLEU, beam 4, {facts['test_lines']} sentences): {facts['bleu']}")
+    search = os.path.join(facts["output_dir"], "search.json")
+    how = "the problem's search"
+    if os.path.isfile(search):
+        with open(search) as f:
+            tuned = json.load(f)
+        how = f"beam {tuned['beam_size']}, alpha {tuned['alpha']}, tuned on dev"
+    print(f"test BLEU (sacreBLEU, {how}, {facts['test_lines']} sentences): {facts['bleu']}")
     print(
         f"outputs: {facts['translation']}, SavedModel {facts['saved_model']}, attention "
         f"pictures {facts['pictures']}/index.html"

@@ -38,7 +38,8 @@ def sentence_attention(translator, sentence: str) -> dict:
     found = translator.search_ids([source])
     output = [int(i) for i in found.ids.numpy()[0, 0] if i > 0]
     maps = translator.model.attention_maps(np.array([source]), np.array([output]))
-    result = {kind: [np.asarray(w)[0] for w in maps[kind]] for kind in KINDS}
+    # float32 whatever the model computes in: matplotlib and JSON take no bfloat16.
+    result = {kind: [np.asarray(w, np.float32)[0] for w in maps[kind]] for kind in KINDS}
     result["source"] = token_labels(translator.tokenizer, source)
     result["target"] = token_labels(translator.tokenizer, output)
     result["translation"] = translator.tokenizer.decode_py(output)

@@ -45,14 +45,19 @@ def test_attention_maps_are_the_models_own(norm_position):
     assert np.all(np.triu(self_weights[0, 0], k=1) == 0.0)  # causal
 
 
-def test_pictures_and_page(tmp_path):
+# mixed_bfloat16: what precision=auto chooses on a CPU with AVX-512 BF16 or AMX.
+@pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
+def test_pictures_and_page(tmp_path, precision):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "vocab.words.txt").write_text("\n".join(["<pad>", "<EOS>", "<unk>"] + WORDS))
-    model = tiny_model(13, seed=5)
+    model = tiny_model(13, seed=5, overrides=f",precision={precision}")
     translator = Translator(model, load_tokenizer(str(data_dir)), SearchSettings(beam_size=2))
     attention = sentence_attention(translator, "3 1 4 1 5")
     assert attention["source"] == ["3", "1", "4", "1", "5", "</s>"]
+    assert {w.dtype for kind in ("encoder", "decoder_cross") for w in attention[kind]} == {
+        np.dtype(np.float32)
+    }
     paths = write_pictures(attention, str(tmp_path / "pictures"))
     assert len(paths) == 3
     for path in paths:

@@ -24,6 +24,18 @@ def test_builtin_problems_and_their_defaults():
     assert problem.decode_defaults.beam_size == 1
 
 
+def test_every_translation_problem_names_its_language_pair():
+    # Model cards, Argos packages and sentence splitting read the pair from these attributes.
+    pairs = {
+        name: (PROBLEMS.get(name).source_language, PROBLEMS.get(name).target_language)
+        for name in PROBLEMS
+        if name.startswith("translate_")
+    }
+    assert pairs["translate_ende_lohelp"] == ("en", "de")
+    assert pairs["translate_enfr_lohelp"] == ("en", "fr")
+    assert all(source and target for source, target in pairs.values()), pairs
+
+
 def test_missing_name_suggests_close_ones():
     with pytest.raises(KeyError, match="did you mean 'algorithmic_reverse'"):
         get_problem("algorithmic_revers")
