@@ -239,10 +239,13 @@ def summary(facts: dict) -> None:
     sizes = ", ".join(f"{s} {v['examples']:,}" for s, v in facts["splits"].items())
     print("\n== demo summary ==")
     print(f"data: {PROBLEM}, sentence pairs: {sizes}")
+    rate = facts["tokens_per_second"]  # nan: a rerun whose budget was already spent
+    trained = "(nothing trained: the budget was spent)"
+    if rate == rate:
+        trained = f"at a median {rate:,.0f} tokens/s (source + target)"
     print(
         f"training: step {checkpoint_step(checkpoint)} reached; this run "
-        f"{facts['train_minutes']:.1f} min at a median {facts['tokens_per_second']:,.0f} "
-        "tokens/s (source + target)"
+        f"{facts['train_minutes']:.1f} min {trained}"
     )
     with open(os.path.join(facts["output_dir"], "hparams.json")) as f:
         print(f"model: {json.load(f)['hparams_set']}")
