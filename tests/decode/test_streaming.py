@@ -116,3 +116,28 @@ def test_sampling_at_temperature_0_streams_as_it_searches(output_dir):
     assert "".join(sampler.translate_stream(LINES[0])) == sampler.translate([LINES[0]])[0]
     drawn = Translator.from_run(output_dir, sampling=True, temperature=0.8)
     assert unstreamable(drawn) == "sampling draws each token for the whole batch at once"
+
+
+class BytePieces:
+    """A tokenizer's `decode` over literal byte pieces (as SentencePiece's byte fallback splits
+    a character): the ids' bytes joined, up to the first EOS."""
+
+    PIECES = {10: b"caf", 11: b"\xc3", 12: b"\xa9", 13: b" !", 14: b" "}
+
+    def decode(self, ids: tf.Tensor) -> tf.Tensor:
+        kept = []
+        for i in ids[0].numpy().tolist():
+            if i == EOS_ID:
+                break
+            kept.append(self.PIECES[i])
+        return tf.constant([b"".join(kept)])
+
+
+def test_text_that_may_still_change_waits_for_the_next_token():
+    text = TextIncrements(BytePieces())
+    # "é" comes in two byte pieces: nothing until the second; a trailing space waits too.
+    added = [text.add(10), text.add(11), text.add(12), text.add(14), text.finish(13)]
+    assert added == ["caf", "", "é", "", "  !"]
+    assert "".join(added) == "café  !"
+    ending = TextIncrements(BytePieces())
+    assert [ending.add(10), ending.add(14), ending.finish(EOS_ID)] == ["caf", "", " "]
