@@ -142,8 +142,9 @@ def token_steps(translator: Translator, line: str, name: str = "line 1") -> Iter
     reason = unstreamable(translator)
     if reason is not None:
         raise ValueError(
-            f"token by token needs greedy search (beam_size 1 and alpha 0, or sampling at "
-            f"temperature 0): {reason}"
+            f"token_steps: {reason}; it needs greedy search (beam_size 1 and alpha 0, or "
+            "sampling at temperature 0) without postprocessing, a decoding constraint or a "
+            "shortlist (Translator.translate_stream gives other searches' translations whole)"
         )
     (source,) = translator.encode([line], [name])
     if source is None:
@@ -152,12 +153,13 @@ def token_steps(translator: Translator, line: str, name: str = "line 1") -> Iter
     stepper = translator.token_stepper()
     extra = tf.constant(translator.settings.extra_length, tf.int32)
     limit, cache, state, kernel = stepper.start(tf.constant([source], tf.int32), extra)
+    limit = int(limit)
     text = TextIncrements(translator.tokenizer)
     token = tf.zeros([1], tf.int32)  # the start id, 0, as greedy_search feeds it first
-    for index in range(int(limit)):
+    for index in range(limit):
         token, log_prob, cache = stepper.step(token, tf.constant(index), cache, state, kernel)
         found = int(token[0])
-        last = found == EOS_ID or index + 1 == int(limit)
+        last = found == EOS_ID or index + 1 == limit
         added = text.finish(found) if last else text.add(found)
         yield TokenStep(found, added, float(log_prob[0]))
         if last:

@@ -105,7 +105,8 @@ def test_beam_search_streams_by_sentence(output_dir, greedy):
     assert unstreamable(beam) == "a beam's best hypothesis can change until the search ends"
     for line in LINES[:2]:
         assert list(beam.translate_stream(line)) == beam.translate([line])
-    with pytest.raises(ValueError, match=r"^token by token needs greedy search \(beam_size 1"):
+    refusal = r"^token_steps: a beam's best hypothesis can change until the search ends; it needs"
+    with pytest.raises(ValueError, match=refusal):
         next(token_steps(beam, LINES[0]))
     assert unstreamable(greedy) is None
 
