@@ -8,6 +8,7 @@ tests/serve/test_export.py), and the model is seeded here before any tokenizer o
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -33,6 +34,15 @@ def sentences(count: int, seed: int) -> list[str]:
     """Random sentences of 2 to 9 words."""
     rng = np.random.default_rng(seed)
     return [" ".join(rng.choice(WORDS, rng.integers(2, 10))) for _ in range(count)]
+
+
+def server_events(text: str) -> list[tuple[str, dict]]:
+    """A `text/event-stream` body --> [(event name, its JSON data)], in order."""
+    events = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.split("\n"))
+        events.append((fields["event"], json.loads(fields["data"])))
+    return events
 
 
 def _save_run(problem: str, data_dir: str, output_dir: str, max_positions: int, seed: int) -> None:

@@ -112,7 +112,7 @@ def test_wheel_holds_the_package_and_nothing_else(wheel):
     for package, folder in _package_folders().items():
         for module in folder.glob("*.py"):
             assert "/".join([*package.split("."), module.name]) in names
-    for page in ("index.html", "app.js", "draw.js", "document.js", "style.css"):
+    for page in ("index.html", "app.js", "draw.js", "document.js", "events.js", "style.css"):
         assert f"t2t_lite/serve/web/static/{page}" in names
     assert f"{DIST_INFO}/licenses/LICENSE" in names
 

@@ -11,7 +11,7 @@ with a warning.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -32,6 +32,7 @@ from t2t_lite.decode.guidance import (
 from t2t_lite.decode.replicas import split_rows
 from t2t_lite.decode.search import SearchResult
 from t2t_lite.decode.source_ids import encode_lines, report_unknown_pieces
+from t2t_lite.decode.streaming import TokenStepper, translate_stream
 from t2t_lite.decode.transformer_step import output_lengths, score_ids, search_function
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.quantize import multiplies_in_8_bits
@@ -45,6 +46,11 @@ class Hypothesis(NamedTuple):
     score: float  # log-prob / lp(length), what the beam ranks by
     log_prob: float
     details: Details | None = None  # tokens, their probabilities, alignment, confidence
+
+
+def keep_output(source: str, output: str) -> str:
+    """The postprocessing of a problem without any: the decoded output as it is."""
+    return output
 
 
 class Translator:
@@ -83,7 +89,7 @@ class Translator:
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
         # (source line, decoded text) -> output text; a problem's `postprocess` (trees repaired
         # over the source words for parsing).
-        self.postprocess = postprocess or (lambda source, output: output)
+        self.postprocess = postprocess or keep_output
         self.batch_tokens = batch_tokens
         self.max_positions = settings.input_limit(model.max_positions)
         if jit_compile and strategy is not None and strategy.num_replicas_in_sync > 1:
@@ -116,6 +122,7 @@ class Translator:
         self.calibration = calibration or Calibration()
         self.source_language = source_language  # sentence splitting of documents
         self._joins_table = None
+        self._stepper: TokenStepper | None = None  # `translate_stream`'s step, made on use
         score = split_rows(strategy, lambda x, y: score_ids(model, x, y))
         self._score = tf.function(score, input_signature=[spec] * 2)
 
@@ -231,6 +238,19 @@ class Translator:
         texts = [[h.text for h in hyps] for hyps in found]
         values = [[h.score for h in hyps] for hyps in found]
         return shape_translations(lines, texts, values, nbest, scores)
+
+    def translate_stream(self, line: str) -> Iterator[str]:
+        """`line`'s translation in pieces as they are found, joining to `translate([line])[0]`:
+        a piece per token under greedy settings (beam_size 1 and alpha 0, or sampling at
+        temperature 0), else the whole translation when the search ends (a beam's best
+        hypothesis can change until then). See `t2t_lite.decode.streaming`."""
+        return translate_stream(self, line)
+
+    def token_stepper(self) -> TokenStepper:
+        """The compiled one-token step that streaming loops over, made on first use."""
+        if self._stepper is None:
+            self._stepper = TokenStepper(self.model)
+        return self._stepper
 
     def search_ids(self, sources: Sequence[Sequence[int]]) -> SearchResult:
         """Source id lists (each ending in EOS) --> the search's result, ids [batch, nbest,

@@ -4,8 +4,8 @@ The run is restored the one way every command restores it (`Run.restore`: its ne
 averaged or training checkpoint, its vocabulary, the problem's decode defaults). On that model:
 dev loss, perplexity and token accuracy over the whole dev split, as t2t-train's evaluations
 count them; and the problem's metric on the first `max_examples` dev examples decoded through
-`Translator`: sacreBLEU (translation), EVALB F1 (parsing), or exact-match accuracy in percent
-(algorithmic problems).
+`Translator`: sacreBLEU's BLEU, with its chrF and TER beside it (translation), EVALB F1
+(parsing), or exact-match accuracy in percent (algorithmic problems).
 """
 
 from __future__ import annotations
@@ -20,10 +20,14 @@ import tensorflow as tf
 from t2t_lite.decode.dev_set import METRICS as METRICS
 from t2t_lite.decode.dev_set import dev_pairs, score
 from t2t_lite.decode.translator import Translator
+from t2t_lite.metrics.scores import corpus_scores
 from t2t_lite.model.ensemble import parameter_count
 from t2t_lite.problems.base import read_metadata
 from t2t_lite.run.run import Run
 from t2t_lite.train.step import BatchStats, batch_stats, sum_stats
+
+# Beside BLEU, for translation problems: sacreBLEU's, as t2t-train's dev_chrf and dev_ter.
+TRANSLATION_SCORES = ("chrf", "ter")
 
 
 def dev_statistics(run: Run) -> dict[str, float]:
@@ -52,6 +56,13 @@ def dev_statistics(run: Run) -> dict[str, float]:
     }
 
 
+def translation_scores(hypotheses: list[str], references: list[str]) -> dict[str, float]:
+    """chrF and TER (sacreBLEU, `t2t_lite.metrics.scores`) of `hypotheses` against one
+    reference each: {"chrf": ..., "ter": ...}."""
+    scored = corpus_scores(hypotheses, [references], TRANSLATION_SCORES)
+    return {s.name: s.score for s in scored}
+
+
 def checkpoint_step(path: str) -> int | None:
     """The step in a checkpoint's name (ckpt-1200 -> 1200), or None."""
     match = re.search(r"ckpt-(\d+)$", path)
@@ -69,6 +80,8 @@ def evaluate_run(output_dir: str, max_examples: int) -> dict:
     found = Translator.from_run(run).hypotheses(sources, names, log_progress=False)
     hypotheses = [hyps[0].text if hyps else "" for hyps in found]
     metric = run.problem.metric
+    if metric == "bleu":
+        results.update(translation_scores(hypotheses, references))
     results.update(
         {
             "metric": metric,

@@ -22,7 +22,9 @@ from t2t_lite.sweep.plan import SweepConfig, command_line, plan_runs
 
 REPORT_MD, REPORT_JSON = "report.md", "report.json"
 METRIC_LABELS = {"bleu": "BLEU", "parse_f1": "F1", "accuracy": "accuracy %"}
-_SUMMARIZED = ("dev_loss", "dev_perplexity", "dev_accuracy", "step")
+_SUMMARIZED = ("dev_loss", "dev_perplexity", "dev_accuracy", "step", "chrf", "ter")
+# Scores beside the metric, as the runs record them (translation: evaluation.TRANSLATION_SCORES).
+SIDE_SCORES = {"chrf": "chrF", "ter": "TER"}
 
 
 def check_plotting() -> None:
@@ -43,7 +45,7 @@ def summarize(values: list[float]) -> dict[str, Any]:
 def _row_report(row, planned, evaluations: dict[int, dict | None]) -> dict[str, Any]:
     finished = [e for e in evaluations.values() if e]
     metric = finished[0]["metric"] if finished else None
-    summaries = {key: summarize([e[key] for e in finished if e[key] is not None])
+    summaries = {key: summarize([e[key] for e in finished if e.get(key) is not None])
                  for key in _SUMMARIZED}  # fmt: skip
     return {
         "name": row.name,
@@ -125,6 +127,11 @@ def _groups(rows: list[dict], base: dict, facts: dict) -> list[dict[str, Any]]:
     return groups
 
 
+def _side_scores(report: dict[str, Any]) -> list[str]:
+    """The side scores (`SIDE_SCORES`) that some finished run recorded."""
+    return [key for key in SIDE_SCORES if any(row[key]["n"] for row in report["rows"])]
+
+
 def _cell(summary: dict[str, Any], digits: int = 2) -> str:
     if not summary["n"]:
         return "n/a"
@@ -135,7 +142,9 @@ def _cell(summary: dict[str, Any], digits: int = 2) -> str:
 def _table(report: dict[str, Any]) -> list[str]:
     label = METRIC_LABELS.get(report["metric"], report["metric"] or "metric")
     paper = any(row["paper"] for row in report["rows"])
+    side = _side_scores(report)
     head = ["row", "change", "params", "seeds", "steps", "dev PPL", label]
+    head += [SIDE_SCORES[key] for key in side]
     if paper:
         head += ["paper PPL", "paper BLEU", "paper params (M)", "PPL vs base: paper / here"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -144,6 +153,7 @@ def _table(report: dict[str, Any]) -> list[str]:
         steps = f"{row['step']['mean']:,.0f}" if row["step"]["n"] else "n/a"
         cells = [row["name"], row["change"], params, str(row["dev_perplexity"]["n"]), steps,
                  _cell(row["dev_perplexity"], 3), _cell(row["metric"])]  # fmt: skip
+        cells += [_cell(row[key]) for key in side]
         if paper:
             cells += _paper_cells(row["paper"] or {}, row["comparison"])
         lines.append("| " + " | ".join(cells) + " |")
@@ -174,6 +184,8 @@ def _heading(report: dict[str, Any]) -> list[str]:
     if config["train_steps"]:
         budget.append(f"{config['train_steps']:,} steps")
     label = METRIC_LABELS.get(report["metric"], report["metric"] or "the problem's metric")
+    if side := [SIDE_SCORES[key] for key in _side_scores(report)]:
+        label += f" (with {' and '.join(side)})"
     seeds = ", ".join(map(str, config["seeds"]))
     return [
         f"# Sweep {report['sweep']} on {config['problem']}",

@@ -166,3 +166,28 @@ def test_a_document_side_by_side_as_it_streams(chromium, tmp_path):
         [["we took {name} here", ""], [paragraphs[1].removeprefix("- "), "done"]],
     ]
     assert shown["status"] == "done: 3 sentences"
+
+
+def test_one_greedy_sentence_streams_its_tokens(chromium, tmp_path):
+    """Beam size 1 and alpha 0 for one sentence: the page asks /api/translate_stream (not
+    /api/translate), fills the translation in from its events, and ends with what
+    Translator.translate gives and the attention view of it."""
+    output_dir = serve_helpers.text_run(tmp_path)
+    with (
+        screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url,
+        screenshot_serve.browser_page(chromium) as page,
+    ):
+        asked = []
+        page.on("request", lambda request: asked.append(request.url.removeprefix(url)))
+        page.goto(url)
+        page.wait_for_selector("#translate:enabled")
+        page.fill("#sentences", SENTENCE)
+        page.fill("#beam_size", "1")
+        page.fill("#alpha", "0")
+        page.fill("#nbest", "1")
+        page.click("#translate")
+        page.wait_for_selector("#target-tokens .target-token")
+        shown = page.locator(".result .best .hyp-text").first.inner_text()
+    expected = Translator.from_run(output_dir, beam_size=1, alpha=0.0).translate([SENTENCE])[0]
+    assert shown == expected
+    assert "api/translate_stream" in asked and "api/translate" not in asked

@@ -5,11 +5,10 @@ page's document panel in headless Chromium is in test_web_browser.py."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import serve_helpers
 from fastapi.testclient import TestClient
+from serve_helpers import server_events
 
 from t2t_lite.decode.guidance import Terminology
 from t2t_lite.decode.markup import MAX_NESTING
@@ -40,14 +39,6 @@ def client(output_dir):
         create_app(load_backend(output_dir=output_dir), LIMITS), base_url="http://localhost"
     ) as client:
         yield client
-
-
-def server_events(text: str) -> list[tuple[str, dict]]:
-    events = []
-    for block in text.strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.split("\n"))
-        events.append((fields["event"], json.loads(fields["data"])))
-    return events
 
 
 def test_a_document_streams_sentence_by_sentence(client, output_dir):

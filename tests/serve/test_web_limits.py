@@ -5,6 +5,7 @@ read (chunked or not), the Host allow-list against DNS rebinding, and JSON for a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import types
@@ -24,7 +25,9 @@ TREE = "(S (NN a))"
 
 class BlockingExport(serve_helpers.BlockingBackend):
     """A blocking backend with an export: TF Serving's :predict (model "toy") blocks too,
-    then echoes its inputs."""
+    then echoes its inputs. It says it streams, so that /api/translate_stream reaches the gate."""
+
+    capabilities = dataclasses.replace(serve_helpers.BlockingBackend.capabilities, streams=True)
 
     def __init__(self):
         super().__init__()
@@ -66,6 +69,7 @@ def test_one_limiter_for_every_route_that_searches_or_scores():
             ("/api/translate", {"sentences": ["a"]}),
             ("/api/evalb", {"gold": TREE, "test": TREE}),
             ("/api/document", {"text": "a", "stream": False}),
+            ("/api/translate_stream", {"sentence": "a"}),
         ]:
             answer = client.post(path, json=body)
             assert (answer.status_code, answer.json()) == (429, {"error": busy, "field": None})

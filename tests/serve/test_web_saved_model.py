@@ -127,3 +127,18 @@ def test_served_page_equals_the_runs(exported, backend):
             answer = served.post("/api/translate", json=body)
             assert answer.status_code == 422 and answer.json()["field"] == field
         assert served.post("/api/translate", json={"sentences": ["a"], "beam_size": 3}).is_success
+
+
+def test_a_savedmodel_names_what_to_do_instead_of_streaming(backend):
+    with TestClient(create_app(backend), base_url="http://localhost") as served:
+        answer = served.post("/api/translate_stream", json={"sentence": LINES[0]})
+        assert served.get("/api/info").json()["capabilities"]["streams"] is False
+    assert (answer.status_code, answer.json()) == (
+        422,
+        {
+            "error": "/api/translate_stream: a SavedModel searches a whole sentence inside its "
+            "graph; POST /api/translate, or serve the training run (t2t-serve --output_dir=RUN) "
+            "to stream tokens",
+            "field": None,
+        },
+    )

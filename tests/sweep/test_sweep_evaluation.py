@@ -4,10 +4,11 @@ test_sweep_end_to_end.py)."""
 import dataclasses
 
 import pytest
+from sacrebleu.metrics import CHRF, TER
 
 from t2t_lite.data.trees import parse_tree
 from t2t_lite.metrics import evalb
-from t2t_lite.sweep.evaluation import checkpoint_step, score
+from t2t_lite.sweep.evaluation import checkpoint_step, score, translation_scores
 
 GOLD = "(S (NP (DT the) (NN dog)) (VP (VBZ barks)))"
 
@@ -41,3 +42,15 @@ def test_checkpoint_steps_from_names():
     assert checkpoint_step("/r/checkpoints/ckpt-1200") == 1200
     assert checkpoint_step("/r/final/ckpt-7") == 7
     assert checkpoint_step("/r/elsewhere/model") is None
+
+
+def test_translation_scores_are_sacrebleus_chrf_and_ter():
+    hypotheses = ["the dog barks loudly .", "a cat sat on the mat", ""]
+    references = ["the dog is barking .", "the cat sat on the mat", "nothing here"]
+    found = translation_scores(hypotheses, references)
+    assert found == {
+        "chrf": pytest.approx(CHRF().corpus_score(hypotheses, [references]).score),
+        "ter": pytest.approx(TER().corpus_score(hypotheses, [references]).score),
+    }
+    assert 0 < found["chrf"] < 100 and 0 < found["ter"] < 100
+    assert translation_scores(["the dog ."], ["the dog ."]) == {"chrf": 100.0, "ter": 0.0}

@@ -176,3 +176,42 @@ def test_the_report_names_where_the_runs_ran_and_warns_of_mixed_cpus(swept):
     text = report.render_markdown(built)
     assert f"Ran on {here}: 5 runs; AMD EPYC 9B14, avx512_bf16: 1 run; not recorded: 1 run." in text
     assert "a run's steps depend on the CPU as well as on its row" in text
+
+
+# Each seed's dev outputs against the references: the runs' chrF and TER come from them.
+REFERENCES = ["the dog is barking .", "the cat sat on the mat"]
+OUTPUTS = {1: ["the dog barks .", "a cat sat on a mat"], 2: ["the dog barking", "the cat sat"]}
+
+
+def test_chrf_and_ter_beside_bleu_where_the_runs_record_them(swept):
+    from sacrebleu.metrics import CHRF, TER
+
+    from t2t_lite.sweep.evaluation import translation_scores
+
+    runs = {run.name: run for run in plan_runs(TABLE3_SMALL, swept)}
+    # The base's runs record chrF and TER (as evaluate_run does for translation); A_h1's seed 2
+    # was recorded before they were, and has none.
+    for name in ("base-seed1", "base-seed2", "A_h1-seed1"):
+        path = os.path.join(runs[name].output_dir, records.DONE_FILE)
+        done = records.read_json(path)
+        done["evaluation"].update(translation_scores(OUTPUTS[runs[name].seed], REFERENCES))
+        with open(path, "w") as f:
+            json.dump(done, f)
+    built = report.build_report(TABLE3_SMALL, swept)
+    rows = {row["name"]: row for row in built["rows"]}
+    chrf = [CHRF().corpus_score(OUTPUTS[seed], [REFERENCES]).score for seed in (1, 2)]
+    ter = [TER().corpus_score(OUTPUTS[seed], [REFERENCES]).score for seed in (1, 2)]
+    assert rows["base"]["chrf"]["values"] == pytest.approx(chrf)
+    assert rows["base"]["ter"]["values"] == pytest.approx(ter)
+    assert rows["A_h1"]["chrf"]["n"] == 1 and rows["C_n4"]["chrf"]["n"] == 0
+    text = report.render_markdown(built)
+    assert (
+        "| row | change | params | seeds | steps | dev PPL | BLEU | chrF | TER | paper PPL |"
+        in text
+    )
+    mean, std = sum(chrf) / 2, abs(chrf[0] - chrf[1]) / 2**0.5
+    ter_mean, ter_std = sum(ter) / 2, abs(ter[0] - ter[1]) / 2**0.5
+    assert f"| 21.50 ± 0.71 | {mean:.2f} ± {std:.2f} | {ter_mean:.2f} ± {ter_std:.2f} |" in text
+    assert f"| 21.50 ± 0.71 | {chrf[0]:.2f} | {ter[0]:.2f} |" in text  # A_h1: one seed
+    assert "| 21.50 ± 0.71 | n/a | n/a |" in text  # C_n4: none recorded
+    assert "BLEU (with chrF and TER) of the first" in text

@@ -4,6 +4,8 @@
   GET  /api/info         the run's facts, what requests may change, the limits
   POST /api/translate    sentences --> translations with scores, n-best, trees (parsing runs)
   POST /api/attention    one sentence --> its best translation's attention maps
+  POST /api/translate_stream  one sentence --> its translation as server-sent events, a
+                         token at a time under greedy settings (token_stream.py)
   POST /api/document     a document --> its translation in the same layout, streamed
                          sentence by sentence (server-sent events; documents.py)
   POST /api/evalb        a gold tree and a test tree --> EVALB's F1 for the sentence
@@ -36,6 +38,7 @@ from t2t_lite.serve.web.backend import Backend
 from t2t_lite.serve.web.documents import add_document_route
 from t2t_lite.serve.web.gate import Gate
 from t2t_lite.serve.web.guards import LOOPBACK_HOSTS, RequestGuard
+from t2t_lite.serve.web.token_stream import add_stream_route
 from t2t_lite.serve.web.trees import sentence_evalb, text_tree_json
 
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
@@ -160,10 +163,11 @@ def _evalb(gold: str, test: str) -> dict:
 
 
 def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits, gate: Gate) -> None:
-    """/api/translate, /api/attention and /api/document: searches in worker threads, through
-    `gate`."""
+    """/api/translate, /api/attention, /api/document and /api/translate_stream: searches in
+    worker threads, through `gate`."""
     caps = backend.capabilities
     add_document_route(app, backend, limits, gate)
+    add_stream_route(app, backend, limits, gate)
 
     @app.post("/api/translate", response_model=api.TranslateResponse, responses=api.ERRORS)
     async def translate(request: api.TranslateRequest) -> dict:

@@ -122,7 +122,9 @@ def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate)
             finally:
                 release()
             return {"document": last["document"], "settings": settings.to_dict()}
-        return StreamingResponse(_stream(events, release), media_type="text/event-stream")
+        return StreamingResponse(
+            server_sent_events(events, release, "document"), media_type="text/event-stream"
+        )
 
 
 def check_terminology(pairs: list[list[str]] | None, limits: api.Limits) -> Terminology | None:
@@ -145,8 +147,10 @@ def check_terminology(pairs: list[list[str]] | None, limits: api.Limits) -> Term
     return Terminology([(source.strip(), target.strip()) for source, target in pairs])
 
 
-async def _stream(events, release) -> AsyncIterator[str]:
-    """The events as server-sent events, each computed in a worker thread."""
+async def server_sent_events(events, release, what: str) -> AsyncIterator[str]:
+    """The event dicts of `events` (each with its name under "event") as server-sent events,
+    each computed in a worker thread; `release` (`Gate.hold`'s) called at the end; a failure
+    midway, logged as `what`'s, is an event of its own."""
     try:
         while True:
             event = await asyncio.to_thread(next, events, None)
@@ -155,7 +159,7 @@ async def _stream(events, release) -> AsyncIterator[str]:
             name = event.pop("event")
             yield f"event: {name}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
     except Exception as error:  # the stream has begun: the error is an event of its own
-        logging.exception("document translation failed")
+        logging.exception("%s translation failed", what)
         yield f"event: error\ndata: {json.dumps({'error': str(error)})}\n\n"
     finally:
         release()

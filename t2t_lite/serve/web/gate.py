@@ -1,5 +1,6 @@
 """`Gate`: the one limiter of `t2t-serve --max_concurrent`, used by every route that searches or
-scores (/api/translate, /api/attention, /api/document, /api/evalb and TF Serving's :predict)."""
+scores (/api/translate, /api/attention, /api/document, /api/translate_stream, /api/evalb and TF
+Serving's :predict)."""
 
 from __future__ import annotations
 

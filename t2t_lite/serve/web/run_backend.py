@@ -13,7 +13,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -32,6 +32,7 @@ from t2t_lite.serve.web.backend import (
     details_json,
     translation,
 )
+from t2t_lite.serve.web.token_stream import sentence_events
 
 
 class TranslatorCache:
@@ -102,6 +103,7 @@ class RunBackend:
             attention=hasattr(run.model, "attention_maps"),  # an ensemble has none
             parsing=run.problem.metric == PARSING_METRIC,
             guided_nbest=None if hasattr(run.model, "attention_maps") else 0,
+            streams=True,
         )
 
     def facts(self) -> dict[str, Any]:
@@ -132,6 +134,11 @@ class RunBackend:
             )
             for source, length, hyps in zip(stripped, lengths, found, strict=True)
         ]
+
+    def translate_stream(self, sentence: str, settings: SearchSettings) -> Iterator[dict]:
+        """/api/translate_stream's events for `sentence` (`token_stream.sentence_events`),
+        its translator chosen in the worker thread that asks for the first."""
+        yield from sentence_events(self.translators.get(settings), sentence, settings)
 
     def document_engine(self, settings: SearchSettings, terminology=None) -> Engine:
         """What a document needs of this run's translator for `settings` (`/api/document`),

@@ -2,6 +2,7 @@
 // Everything comes from the JSON API (/docs describes it); errors are shown where they happen.
 
 import { drawTree, heatmap, weightColor } from "./draw.js";
+import { serverEvents } from "./events.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { info: null, settings: null, attention: null, target: 0 };
@@ -118,6 +119,42 @@ function currentGuides(count) {
   return guides;
 }
 
+// One sentence searched greedily (beam size 1, alpha 0) on a run streams token by token; other
+// searches come whole from /api/translate (a beam's best can change until the search ends).
+function streams(sentences, settings, guides) {
+  const caps = state.info.capabilities;
+  const beam = settings.beam_size ?? caps.defaults.beam_size;
+  const alpha = settings.alpha ?? caps.defaults.alpha;
+  return Boolean(caps.streams) && sentences.length === 1 && !guides.details
+    && settings.sampling === undefined && beam === 1 && alpha === 0 && (settings.nbest ?? 1) === 1;
+}
+
+// POST /api/translate_stream: the translation grows in its card as tokens arrive; resolves
+// to the results as /api/translate gives them, or throws {message, field} as `post` does.
+async function streamSentence(sentence, settings) {
+  const response = await fetch("/api/translate_stream", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ sentence, ...settings }),
+  });
+  if (!response.ok) {
+    const answer = await response.json().catch(() => ({}));
+    throw { message: answer.error || `${response.status} ${response.statusText}`, field: answer.field };
+  }
+  const card = element("article", "result panel");
+  const text = element("span", "hyp-text");
+  card.append(element("div", "source", sentence), text);
+  $("results").replaceChildren(card);
+  const result = { source: sentence, truncated: false, hypotheses: [] };
+  for await (const { event: name, data } of serverEvents(response)) {
+    if (name === "start") result.truncated = data.truncated;
+    else if (name === "text") text.textContent += data.text;
+    else if (name === "done") result.hypotheses = [{ text: data.translation, score: data.score }];
+    else if (name === "error") throw { message: data.error };
+  }
+  return [result];
+}
+
 async function translate(event) {
   event.preventDefault();
   const sentences = $("sentences").value.split("\n").map((s) => s.trim()).filter((s) => s);
@@ -127,15 +164,17 @@ async function translate(event) {
   const guides = currentGuides(sentences.length);
   if (guides.details && state.info.capabilities.guided_nbest === 1) settings.nbest = 1;
   try {
-    const answer = await post("/api/translate", { sentences, ...settings, ...guides });
+    const results = streams(sentences, settings, guides)
+      ? await streamSentence(sentences[0], settings)
+      : (await post("/api/translate", { sentences, ...settings, ...guides })).results;
     showError($("error"), null);
     state.settings = settings;
     // The attention view searches without a prefix or terms, so it is offered without them only.
     state.guided = Boolean(guides.prefixes || guides.constraints);
-    showResults(answer.results);
-    const first = answer.results.findIndex((r) => r.hypotheses.length);
+    showResults(results);
+    const first = results.findIndex((r) => r.hypotheses.length);
     $("attention-panel").hidden ||= state.guided;
-    if (first >= 0 && state.info.capabilities.attention && !state.guided) selectResult(first, answer.results[first].source);
+    if (first >= 0 && state.info.capabilities.attention && !state.guided) selectResult(first, results[first].source);
   } catch (error) {
     showError($("error"), error);
   } finally {

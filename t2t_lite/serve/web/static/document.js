@@ -2,6 +2,8 @@
 // source and translation paragraphs side by side. Text is set as text, never as HTML: a
 // document's tags are shown, not rendered.
 
+import { serverEvents } from "./events.js";
+
 const $ = (id) => document.getElementById(id);
 
 // The search settings of the sentence form, where set (the API's defaults otherwise).
@@ -12,27 +14,6 @@ function settings() {
     if (!Number.isNaN(value)) body[id] = value;
   }
   return body;
-}
-
-// Yields {event, data} for each server-sent event of a fetch response's body.
-async function* serverEvents(response) {
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += value;
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const fields = Object.fromEntries(block.split("\n").map((line) => {
-        const colon = line.indexOf(":");
-        return [line.slice(0, colon), line.slice(colon + 1).trimStart()];
-      }));
-      yield { event: fields.event, data: JSON.parse(fields.data) };
-    }
-  }
 }
 
 function showError(message) {
