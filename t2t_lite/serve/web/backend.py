@@ -40,7 +40,8 @@ class Capabilities:
     attention: whether attention maps are available;
     parsing: whether outputs are bracketed trees (drawn as trees, scored with EVALB);
     guided: whether prefixes, constraints and details can be asked for, and up to which
-      n-best (0: not at all; a SavedModel's guided signature gives the best only).
+      n-best (0: not at all; a SavedModel's guided signature gives the best only);
+    controls_nbest: the same for the repetition and length controls (None: with any n-best).
     """
 
     defaults: SearchSettings
@@ -49,6 +50,7 @@ class Capabilities:
     attention: bool
     parsing: bool
     guided_nbest: int | None = None
+    controls_nbest: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "defaults": self.defaults.to_dict()}
