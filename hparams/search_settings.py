@@ -94,7 +94,7 @@ class SearchSettings:
         if self.extra_length < 0:
             raise ValueError(f"--extra_length must be >= 0, got {self.extra_length}")
         self._check_sampling()
-        self._check_controls()
+        self.check_controls()
         frequent, per_source = self.shortlist
         if not (0 <= frequent <= KEEP_FREQUENT and 0 <= per_source <= KEEP_PER_SOURCE):
             raise ValueError(
@@ -122,7 +122,8 @@ class SearchSettings:
         """The settings as JSON writes and reads them back (the shortlist a list)."""
         return {**dataclasses.asdict(self), "shortlist": list(self.shortlist)}
 
-    def _check_controls(self) -> None:
+    def check_controls(self) -> None:
+        """Raises ValueError naming the repetition or length control that is out of range."""
         if self.no_repeat_ngram_size < 0:
             raise ValueError(
                 f"--no_repeat_ngram_size must be >= 0 (0: off), got {self.no_repeat_ngram_size}"

@@ -22,7 +22,7 @@ from decoding_helpers import (
 )
 
 from t2t_lite.decode import transformer_step
-from t2t_lite.decode.controls import Controls, adjusted_logits, initial_state
+from t2t_lite.decode.controls import Controls, _update, adjusted_logits, initial_state
 from t2t_lite.decode.terminology import phrases_met
 from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import SearchSettings
@@ -138,8 +138,6 @@ def test_the_banned_outputs_are_the_ones_the_rule_names():
     assert banned_tokens((3,), Controls(min_length=2, disable_unk=True)) == {1, 2}
     # The graph's state after feeding 3 4 3 4 (the start id first) bans the same.
     state = initial_state(Controls(no_repeat_ngram_size=3, repetition_penalty=2.0), 1, 6)
-    from t2t_lite.decode.controls import _update
-
     for token in (0, 3, 4, 3, 4):
         state = _update(state, tf.constant([token]))
     logits = tf.constant([[0.5, 1.0, -1.0, 4.0, -2.0, 3.0]])
@@ -249,8 +247,8 @@ def _decode(output_dir, *flags):
 
 
 def test_t2t_decode_flags_and_the_python_api_agree(tiny_run):
-    """t2t-decode's flags and `Translator.from_run`'s settings give the same translations,
-    which obey the rule; the same run without them translates otherwise."""
+    """t2t-decode's flags and `Translator.from_run`'s settings give the same translations (with
+    XLA too), which obey the rule; the same run without them translates otherwise."""
     root, output_dir = tiny_run
     controls = {"no_repeat_ngram_size": 1, "min_length": 3, "disable_unk": True}
     lines = (root / "in.txt").read_text().splitlines()
@@ -266,6 +264,8 @@ def test_t2t_decode_flags_and_the_python_api_agree(tiny_run):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert (root / "out.txt").read_text().splitlines() == expected
+    compiled = Translator.from_run(str(output_dir), beam_size=2, jit_compile=True, **controls)
+    assert compiled.translate(lines) == expected  # XLA: the state of fixed shapes
     plain = Translator.from_run(str(output_dir), beam_size=2).translate(lines)
     assert plain != expected
     for line, text in zip(lines, expected, strict=True):

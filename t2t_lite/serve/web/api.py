@@ -298,7 +298,7 @@ def resolve_controls(fields: SearchFields, capabilities: Capabilities, nbest: in
         return {}
     name = next(iter(given))
     try:
-        defaults.override(**given)._check_controls()
+        defaults.override(**given).check_controls()
     except ValueError as error:
         raise ApiError(422, name, str(error).removeprefix("--")) from None
     if capabilities.controls_nbest == 0:
