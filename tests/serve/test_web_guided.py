@@ -317,3 +317,20 @@ def test_bad_controls_name_the_field(clients, client, route, body, field, words)
     answer = clients[client].post(f"/api/{route}", json={key: value, **body})
     assert answer.status_code == 422 and answer.json()["field"] == field, answer.text
     assert words in answer.json()["error"]
+
+
+def test_export_settings_fix_the_controls_into_the_text_signatures(exported):
+    """t2t-export with the controls: serving_default searches with them (the functions the
+    SavedModel saves, called before saving), and the sample signature's greedy draw too."""
+    _, output_dir, _ = exported
+    run = Run.restore(output_dir, search={**SEARCH, **CONTROLS})
+    functions = export.ServingFunctions.from_run(run)
+    lines = [line for line in LINES if line]
+    found = functions.translate(tf.constant(lines))["outputs"].numpy()
+    want = Translator.from_run(output_dir, **SEARCH, **CONTROLS).translate(lines)
+    assert [text.decode("utf-8") for text in found] == want
+    greedy = {**SEARCH, **CONTROLS, "sampling": True, "temperature": 0.0}
+    functions = export.ServingFunctions.from_run(Run.restore(output_dir, search=greedy))
+    sampled = functions.sample(tf.constant(lines), tf.constant(0))["outputs"].numpy()
+    want = Translator.from_run(output_dir, **greedy).translate(lines)
+    assert [text.decode("utf-8") for text in sampled] == want
