@@ -9,6 +9,7 @@ can never disagree.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 # What `--quantize` takes (t2t_lite.model.quantize): "none" keeps the checkpoint's float weights.
@@ -17,6 +18,8 @@ QUANTIZE_MODES = ("none", "int8")
 # takes at most these many frequent ids and translations per source id.
 KEEP_FREQUENT = 2000
 KEEP_PER_SOURCE = 100
+# The repetition and length controls (t2t_lite.decode.controls), each a field and a flag.
+CONTROL_FLAGS = ("no_repeat_ngram_size", "repetition_penalty", "min_length", "disable_unk")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +44,10 @@ class SearchSettings:
       --shortlist=100,50`, t2t_lite.data.shortlist): each batch searched over the reserved
       ids, the `frequent` most frequent target ids and the `per_source` best translations of
       each of its source ids; (0, 0) searches the whole vocabulary.
+    no_repeat_ngram_size, repetition_penalty, min_length, disable_unk: repetition and length
+      controls (`t2t_lite.decode.controls`): no N-gram twice in an output (0: off), the logits
+      of tokens already in it divided by the penalty (1: off), EOS not before min_length
+      tokens (0: off), the unknown piece never generated.
     """
 
     beam_size: int = 4
@@ -55,6 +62,10 @@ class SearchSettings:
     top_p: float = 1.0
     seed: int = 0
     shortlist: tuple[int, int] = (0, 0)
+    no_repeat_ngram_size: int = 0
+    repetition_penalty: float = 1.0
+    min_length: int = 0
+    disable_unk: bool = False
 
     def __post_init__(self):  # a JSON list (an export's settings) read back stays hashable
         object.__setattr__(self, "shortlist", tuple(self.shortlist))
@@ -83,6 +94,7 @@ class SearchSettings:
         if self.extra_length < 0:
             raise ValueError(f"--extra_length must be >= 0, got {self.extra_length}")
         self._check_sampling()
+        self.check_controls()
         frequent, per_source = self.shortlist
         if not (0 <= frequent <= KEEP_FREQUENT and 0 <= per_source <= KEEP_PER_SOURCE):
             raise ValueError(
@@ -109,6 +121,19 @@ class SearchSettings:
     def to_dict(self) -> dict[str, Any]:
         """The settings as JSON writes and reads them back (the shortlist a list)."""
         return {**dataclasses.asdict(self), "shortlist": list(self.shortlist)}
+
+    def check_controls(self) -> None:
+        """Raises ValueError naming the repetition or length control that is out of range."""
+        if self.no_repeat_ngram_size < 0:
+            raise ValueError(
+                f"--no_repeat_ngram_size must be >= 0 (0: off), got {self.no_repeat_ngram_size}"
+            )
+        if not (math.isfinite(self.repetition_penalty) and self.repetition_penalty > 0):
+            raise ValueError(
+                f"--repetition_penalty must be a number > 0 (1: off), got {self.repetition_penalty}"
+            )
+        if self.min_length < 0:
+            raise ValueError(f"--min_length must be >= 0 (0: off), got {self.min_length}")
 
     def _check_sampling(self) -> None:
         if self.temperature < 0 or self.top_k < 0 or not 0.0 < self.top_p <= 1.0:

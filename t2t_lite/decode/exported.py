@@ -24,6 +24,10 @@ IDS_SIGNATURE = "translate_ids"
 ATTENTION_SIGNATURE = "attention"
 GUIDED_SIGNATURE = "guided"
 EXPORT_INFO = "t2t_export.json"  # in the version folder's assets.extra/
+# The guided signature's repetition and length controls (t2t_lite.decode.controls), a value
+# per line, and their dtypes and values that turn them off.
+CONTROL_INPUTS = ("no_repeat_ngram_size", "repetition_penalty", "min_length", "disable_unk")
+CONTROL_TYPES = (("int32", 0), ("float32", 1.0), ("int32", 0), ("bool", False))
 
 
 def resolve_version(export_dir: str) -> str:
@@ -89,10 +93,24 @@ class ExportedTranslator:
         truncated = [bool(t) for t in found["truncated"].numpy()]
         return strings(outputs), scores.numpy().tolist(), truncated
 
-    def guided(self, lines: Sequence[str], guides: Sequence[Any] | None = None) -> dict:
+    @property
+    def takes_controls(self) -> bool:
+        """Whether the guided signature takes the repetition and length controls (an export
+        written before they existed does not)."""
+        if GUIDED_SIGNATURE not in self.signatures:
+            return False
+        _, named = self.signatures[GUIDED_SIGNATURE].structured_input_signature
+        return CONTROL_INPUTS[0] in named
+
+    def guided(
+        self, lines: Sequence[str], guides: Sequence[Any] | None = None, controls: Any = None
+    ) -> dict:
         """The `guided` signature's outputs for `lines`, each held to its `Guide` (prefix and
         target phrases; None: unguided): the best translations with their tokens, token
-        probabilities, word alignments and confidence. A ValueError for an export without it."""
+        probabilities, word alignments and confidence. `controls`: a
+        `t2t_lite.decode.controls.Controls` of Python values for every line (None: the
+        export's settings). A ValueError for an export without the signature, or controls
+        asked of one that does not take them."""
         if GUIDED_SIGNATURE not in self.signatures:
             raise ValueError(
                 f"{self.path} has no guided signature (prefixes, constraints, terminology): "
@@ -103,11 +121,24 @@ class ExportedTranslator:
         guides = guides or [Guide()] * len(lines)
         width = max((len(g.constraints) for g in guides), default=0)
         table = [list(g.constraints) + [""] * (width - len(g.constraints)) for g in guides]
-        return self.signatures[GUIDED_SIGNATURE](
-            inputs=tf.constant(list(lines), tf.string),
-            prefixes=tf.constant([g.prefix for g in guides], tf.string),
-            constraints=tf.constant(table, tf.string, shape=[len(lines), width]),
-        )
+        given = {
+            "inputs": tf.constant(list(lines), tf.string),
+            "prefixes": tf.constant([g.prefix for g in guides], tf.string),
+            "constraints": tf.constant(table, tf.string, shape=[len(lines), width]),
+        }
+        if self.takes_controls:
+            values = controls or [self.info.get("settings", {}).get(k) for k in CONTROL_INPUTS]
+            for name, value, (dtype, off) in zip(
+                CONTROL_INPUTS, values, CONTROL_TYPES, strict=True
+            ):
+                value = off if value is None else value
+                given[name] = tf.fill([len(lines)], tf.constant(value, dtype))
+        elif controls is not None:
+            raise ValueError(
+                f"{self.path}'s guided signature takes no repetition or length controls: "
+                "export the run again with this version of t2t-export"
+            )
+        return self.signatures[GUIDED_SIGNATURE](**given)
 
     def aligned(
         self, lines: Sequence[str], guides: Sequence[Any] | None = None

@@ -19,7 +19,7 @@ from t2t_lite.decode.document import check
 from t2t_lite.decode.guidance import Terminology, read_guides
 from t2t_lite.decode.replicas import decode_strategy
 from t2t_lite.decode.translator import Hypothesis, Translator
-from t2t_lite.hparams.search_settings import parse_sampling
+from t2t_lite.hparams.search_settings import CONTROL_FLAGS, parse_sampling
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
 from t2t_lite.runtime.threads import split_cpus
@@ -117,6 +117,11 @@ class DecodeConfig:
     constrained: bool | None = None
     sampling: str | None = None  # "temperature:0.8,top_k:40,seed:1"; None: beam search
     nbest: int = 1
+    # Repetition and length controls (t2t_lite.decode.controls); None: the problem's (off).
+    no_repeat_ngram_size: int | None = None
+    repetition_penalty: float | None = None
+    min_length: int | None = None
+    disable_unk: bool | None = None
     batch_tokens: int = 4096
     # One weight per --checkpoint of an ensemble (numbers or their strings); None: equal.
     ensemble_weights: Sequence[float | str] | None = None
@@ -159,7 +164,7 @@ class DecodeConfig:
 
 
 # The DecodeConfig fields that are search settings.
-SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained", "nbest")
+SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained", "nbest") + CONTROL_FLAGS
 
 
 def interactive(translator: Translator) -> None:

@@ -11,14 +11,19 @@ from typing import Any
 
 from absl import flags
 
-from t2t_lite.hparams.search_settings import QUANTIZE_MODES, parse_sampling, parse_shortlist
+from t2t_lite.hparams.search_settings import (
+    CONTROL_FLAGS,
+    QUANTIZE_MODES,
+    parse_sampling,
+    parse_shortlist,
+)
 
-SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained")
+SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained") + CONTROL_FLAGS
 
 
 def define_search_flags() -> None:
     """Defines --beam_size, --alpha, --extra_length, --constrained (default: the problem's),
-    --sampling and --shortlist."""
+    --sampling, --shortlist and the repetition and length controls."""
     flags.DEFINE_integer("beam_size", None, "Beam width (default: the problem's).", lower_bound=1)
     flags.DEFINE_float(
         "alpha", None, "Length-penalty exponent (default: the problem's).", lower_bound=0.0
@@ -47,6 +52,34 @@ def define_search_flags() -> None:
         "FREQUENT,PER_SOURCE, e.g. 100,50: search each batch over the most frequent target "
         "tokens and the best translations of its source tokens (a table built once from the "
         "training data) instead of the whole vocabulary; faster output layer (docs/decoding.md).",
+    )
+    define_control_flags()
+
+
+def define_control_flags() -> None:
+    """Defines --no_repeat_ngram_size, --repetition_penalty, --min_length and --disable_unk
+    (`t2t_lite.decode.controls`; docs/control.md)."""
+    flags.DEFINE_integer(
+        "no_repeat_ngram_size",
+        None,
+        "No N-gram of this size twice in an output: a token that would repeat one is banned "
+        "(0: off, the default).",
+        lower_bound=0,
+    )
+    flags.DEFINE_float(
+        "repetition_penalty",
+        None,
+        "Logits of tokens already in the output divided by this where positive, multiplied "
+        "where negative, as CTranslate2 (1: off, the default; 1.2 is a usual value).",
+    )
+    flags.DEFINE_integer(
+        "min_length",
+        None,
+        "EOS banned until the output holds this many tokens, EOS not counted (0: off).",
+        lower_bound=0,
+    )
+    flags.DEFINE_boolean(
+        "disable_unk", None, "Never generate the unknown piece <unk> (default: allowed)."
     )
 
 

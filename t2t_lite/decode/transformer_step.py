@@ -18,6 +18,7 @@ import tensorflow as tf
 from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.decode.compaction import compacting_beam_search
 from t2t_lite.decode.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
+from t2t_lite.decode.controls import Controls, controlled_step_fn
 from t2t_lite.decode.sampling import sample_search
 from t2t_lite.decode.search import SearchResult, StepFn, beam_search, write_column
 from t2t_lite.decode.terminology import TermBanks, TermConstraint
@@ -167,11 +168,14 @@ def translate_ids(
     continuations: Any = None,
     shortlist: Shortlist | None = None,
     compact: bool = True,
+    controls: Controls | None = None,
 ) -> SearchResult:
     """Beam search with a `Transformer` on zero-padded source ids [batch, source] (each ending
     in EOS); each output is at most its input length + `extra_length` long. Sentences leave
     the batch as they finish (`compaction`; `compact=False`: all are stepped to the end) except
-    under `fixed_shapes`, a constraint, a prefix or terms, which keep every row. With a
+    under `fixed_shapes`, a constraint, a prefix, terms or `controls`, which keep every row
+    (the compacting search's step takes the sentences' state apart from the cache, which the
+    wrappers' state would need to follow). With a
     `constraint`, only the tokens it allows are searched (`constrained_step_fn`).
     `fixed_shapes` keeps every shape of the search fixed by the input's shape, so that the
     search compiles with XLA (`tf.function(jit_compile=True)`): a fixed-length cache, and
@@ -180,6 +184,8 @@ def translate_ids(
     C, T] are target phrases each output must contain (`t2t_lite.decode.terminology`), none
     of `continuations` ([vocab] bool) right after one. `shortlist`: each batch searched over
     the target ids of its `Shortlist.columns` (not with a constraint, prefix or terms).
+    `controls`: repetition and length controls (`t2t_lite.decode.controls`), applied after
+    the constraint, prefix and terms.
 
     Returns:
       SearchResult with ids [batch, nbest, length] and scores [batch, nbest], best first.
@@ -190,7 +196,8 @@ def translate_ids(
     constraint, banks = guided(constraint, prefix, terms, continuations)
     columns = _columns(shortlist, inputs, constraint)
     batch = tf.shape(inputs)[0]
-    if compact and use_cache and not fixed_shapes and constraint is None and banks is None:
+    plain = constraint is None and banks is None and controls is None
+    if compact and use_cache and not fixed_shapes and plain:
         step_fn, cache, state = sentence_step_fn(model, inputs, step_length, columns=columns)
         found = compacting_beam_search(
             step_fn, cache, state, batch, beam_size, alpha, max_lengths, nbest=nbest
@@ -199,6 +206,10 @@ def translate_ids(
     step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes, columns)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
+    if controls is not None:
+        step_fn, cache = controlled_step_fn(step_fn, cache, controls, batch, step_length)
+        if banks is not None:  # the terms' state, one level down the cache now
+            banks = TermBanks(lambda cache, inner=banks.state_of: inner(cache["model"]))
     found = beam_search(
         step_fn,
         cache,
@@ -267,9 +278,11 @@ def sample_ids(
     fixed_shapes: bool = False,
     prefix: tf.Tensor | None = None,
     shortlist: Shortlist | None = None,
+    controls: Controls | None = None,
 ) -> SearchResult:
     """Greedy decoding (temperature 0) or sampling with a `Transformer`; see `sample_search`
-    (and `translate_ids` for `constraint`, `fixed_shapes`, `prefix` and `shortlist`).
+    (and `translate_ids` for `constraint`, `fixed_shapes`, `prefix`, `shortlist` and
+    `controls`).
     Terminology constraints need beam search."""
     inputs = tf.convert_to_tensor(inputs, tf.int32)
     max_lengths, buffer = _search_length(model, inputs, extra_length, fixed_shapes)
@@ -281,6 +294,9 @@ def sample_ids(
     step_fn, cache = model_step_fn(model, inputs, step_length, fixed_shapes=fixed, columns=columns)
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
+    if controls is not None:
+        batch = tf.shape(inputs)[0]
+        step_fn, cache = controlled_step_fn(step_fn, cache, controls, batch, step_length)
     found = sample_search(
         step_fn,
         cache,
@@ -326,6 +342,7 @@ def search_function(
         "constraint": constraint,
         "fixed_shapes": fixed_shapes,
         "shortlist": None if guided else shortlist,
+        "controls": Controls.of(settings),
     }
     if settings.sampling:
         sampling = {k: getattr(settings, k) for k in ("temperature", "top_k", "top_p", "seed")}

@@ -51,6 +51,7 @@ from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.confidence import Calibration
 from t2t_lite.decode.constraint import Constraint
+from t2t_lite.decode.controls import Controls
 from t2t_lite.decode.exported import (  # the names its readers share
     ATTENTION_SIGNATURE,
     EXPORT_INFO,
@@ -169,6 +170,7 @@ class ServingFunctions:
                     extra_length=s.extra_length,
                     constraint=self.constraint,
                     shortlist=self.shortlist,
+                    controls=Controls.of(s),
                 )
             return {"scores": found.scores, **finish(found.ids, rows)}
 

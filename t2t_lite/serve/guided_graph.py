@@ -3,7 +3,11 @@ translation's tokens, token probabilities, word alignment and confidence out, in
 
   guided  inputs: string [batch], prefixes: string [batch] ("" for none),
           constraints: string [batch, C] (target phrases, "" for none; C at most
-          MAX_CONSTRAINTS, else InvalidArgument: TF Serving's 400)
+          MAX_CONSTRAINTS, else InvalidArgument: TF Serving's 400),
+          no_repeat_ngram_size: int32 [batch], repetition_penalty: float32 [batch],
+          min_length: int32 [batch], disable_unk: bool [batch] (the repetition and length
+          controls per sentence, `t2t_lite.decode.controls`; 0, 1, 0 and false search as
+          before they existed, bit for bit)
           --> outputs [batch], scores [batch], truncated [batch], tokens [batch, T] (labels,
           "" past the end), token_probs [batch, T] float32 (0 past the end), alignment
           [batch] (Pharaoh "i-j"), confidence [batch] float32
@@ -20,6 +24,7 @@ import tensorflow as tf
 
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.confidence import Calibration
+from t2t_lite.decode.controls import Controls
 from t2t_lite.decode.details import forced_pass
 from t2t_lite.serve.attention_graph import graph_token_labels
 from t2t_lite.serve.text_graph import clean_utf8, source_ids, strip_whitespace
@@ -103,20 +108,33 @@ class GuidedSignature:
         self.joins, self.continuations = tf.constant(joins), tf.constant(continuations)
         self.calibration = calibration
 
-    def __call__(self, inputs, prefixes, constraints) -> dict[str, tf.Tensor]:
+    def __call__(
+        self,
+        inputs,
+        prefixes,
+        constraints,
+        no_repeat_ngram_size,
+        repetition_penalty,
+        min_length,
+        disable_unk,
+    ) -> dict[str, tf.Tensor]:
         f, s = self.functions, self.functions.settings
         within = tf.debugging.assert_less_equal(
             tf.shape(constraints)[1],
             MAX_CONSTRAINTS,
             message=f"constraints: more than {MAX_CONSTRAINTS} per sentence",
         )
-        with tf.control_dependencies([within]):
+        positive = tf.debugging.assert_positive(
+            repetition_penalty, message="repetition_penalty: must be > 0 (1: off)"
+        )
+        with tf.control_dependencies([within, positive]):
             constraints = tf.identity(constraints)
         text = strip_whitespace(clean_utf8(tf.convert_to_tensor(inputs, tf.string)))
         ids, truncated = source_ids(f.tokenizer.encode(text), f.max_input_length)
         rows = tf.where(tf.strings.length(text) > 0)[:, 0]
         clean = strip_whitespace(clean_utf8(prefixes))
         phrases_text = strip_whitespace(clean_utf8(constraints))
+        controls = Controls(no_repeat_ngram_size, repetition_penalty, min_length, disable_unk)
 
         def search():
             kept = tf.gather(ids, rows)
@@ -134,6 +152,7 @@ class GuidedSignature:
                 prefix=prefix,
                 terms=terms,
                 continuations=self.continuations,
+                controls=Controls(*(tf.gather(value, rows) for value in controls)),
             )
             return self._describe(kept, found.ids[:, 0], found.scores[:, 0], rows, text)
 
@@ -187,4 +206,8 @@ class GuidedSignature:
             tf.TensorSpec([None], tf.string, name="inputs"),
             tf.TensorSpec([None], tf.string, name="prefixes"),
             tf.TensorSpec([None, None], tf.string, name="constraints"),
+            tf.TensorSpec([None], tf.int32, name="no_repeat_ngram_size"),
+            tf.TensorSpec([None], tf.float32, name="repetition_penalty"),
+            tf.TensorSpec([None], tf.int32, name="min_length"),
+            tf.TensorSpec([None], tf.bool, name="disable_unk"),
         ]

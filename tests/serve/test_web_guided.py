@@ -34,6 +34,16 @@ PREFIXES = ["", "", "you", "the green"]
 CONSTRAINTS = [["doors"], [], ["red box", "then"], []]
 LOCAL = "http://localhost"
 LIMITS = Limits(max_sentences=8, max_characters=80, max_concurrent=2, max_beam_size=6)
+# The guided signature's repetition and length controls, off (they search as before them).
+OFF = {"no_repeat_ngram_size": 0, "repetition_penalty": 1.0, "min_length": 0, "disable_unk": False}
+DTYPES = {"repetition_penalty": tf.float32, "disable_unk": tf.bool}  # the others int32
+
+
+def control_inputs(count: int, **given) -> dict:
+    """The control inputs for `count` sentences: OFF, with `given` values [count] on top."""
+    values = {name: [value] * count for name, value in OFF.items()}
+    values.update(given)
+    return {k: tf.constant(v, DTYPES.get(k, tf.int32)) for k, v in values.items()}
 
 
 @pytest.fixture(autouse=True)
@@ -158,6 +168,7 @@ def test_guided_signature_equals_the_translator(exported):
         inputs=tf.constant(SIG_LINES),
         prefixes=tf.constant(SIG_PREFIXES),
         constraints=tf.constant(table),
+        **control_inputs(len(SIG_LINES)),
     )
     for i, hyps in enumerate(found):
         text = out["outputs"][i].numpy().decode("utf-8")
@@ -183,9 +194,17 @@ def test_guided_signature_refuses_too_many_constraints(exported):
     signature = tf.saved_model.load(exported[2]).signatures[export.GUIDED_SIGNATURE]
     table = [["box"] * (MAX_CONSTRAINTS + 1)]
     with pytest.raises(tf.errors.InvalidArgumentError, match="constraints: more than 64 per"):
-        signature(inputs=tf.constant(["we"]), prefixes=tf.constant([""]), constraints=table)
+        signature(
+            inputs=tf.constant(["we"]),
+            prefixes=tf.constant([""]),
+            constraints=table,
+            **control_inputs(1),
+        )
     most = signature(
-        inputs=tf.constant(["we"]), prefixes=tf.constant([""]), constraints=[[""] * 64]
+        inputs=tf.constant(["we"]),
+        prefixes=tf.constant([""]),
+        constraints=[[""] * 64],
+        **control_inputs(1),
     )
     assert most["outputs"].shape == [1]
 
@@ -196,6 +215,7 @@ def test_constraint_caps_through_tf_servings_api(exported, clients):
 
     def body(count: int) -> dict:
         columns = {"inputs": ["we"], "prefixes": [""], "constraints": [["box"] * count]}
+        columns.update({name: [value] for name, value in OFF.items()})
         return {"signature_name": "guided", "inputs": columns}
 
     answer = clients[3].post("/v1/models/export:predict", json=body(17))
@@ -218,3 +238,99 @@ def test_graph_calibration_equals_numpy_interp():
     np.testing.assert_allclose(got, [points([v]) for v in values], atol=1e-6)
     plain = calibrated(confidence.Calibration(), tf.constant(values)).numpy()
     np.testing.assert_allclose(plain, np.exp(values), rtol=1e-6)
+
+
+CONTROLS = {"no_repeat_ngram_size": 1, "repetition_penalty": 1.5, "min_length": 4}
+
+
+def test_guided_signature_controls_per_sentence_equal_the_translator(exported):
+    """Controls on for some sentences, off for the others, in one call: each sentence gets
+    what the Translator with those settings gives it."""
+    _, output_dir, path = exported
+    guides = [Guide(p, tuple(c)) for p, c in zip(SIG_PREFIXES, SIG_CONSTRAINTS, strict=True)]
+    plain = Translator.from_run(output_dir, **SEARCH).hypotheses(SIG_LINES, guides=guides)
+    controlled = Translator.from_run(output_dir, **SEARCH, **CONTROLS, disable_unk=True)
+    found = controlled.hypotheses(SIG_LINES, guides=guides)
+    width = max(len(c) for c in SIG_CONSTRAINTS)
+    table = [c + [""] * (width - len(c)) for c in SIG_CONSTRAINTS]
+    on = [True, False, True, False, True]
+    given = {k: [v if row else OFF[k] for row in on] for k, v in CONTROLS.items()}
+    signature = tf.saved_model.load(path).signatures[export.GUIDED_SIGNATURE]
+    out = signature(
+        inputs=tf.constant(SIG_LINES),
+        prefixes=tf.constant(SIG_PREFIXES),
+        constraints=tf.constant(table),
+        **control_inputs(len(SIG_LINES), **given, disable_unk=on),
+    )
+    for i, row_on in enumerate(on):
+        want = (found if row_on else plain)[i]
+        text = out["outputs"][i].numpy().decode("utf-8")
+        if not want:
+            assert text == ""
+            continue
+        assert text == want[0].text
+        assert float(out["scores"][i]) == pytest.approx(want[0].score, abs=1e-5)
+    assert [h[0].text for h in found if h] != [h[0].text for h in plain if h]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="repetition_penalty: must be > 0"):
+        signature(
+            inputs=tf.constant(["we"]),
+            prefixes=tf.constant([""]),
+            constraints=tf.constant([[""]]),
+            **control_inputs(1, repetition_penalty=[0.0]),
+        )
+
+
+def test_api_controls_from_a_run_and_a_saved_model(clients):
+    """/api/translate takes the controls: a run answers as its Translator with them, a
+    SavedModel the same through its guided signature."""
+    output_dir, _, from_run, from_export = clients
+    lines = [line for line in LINES if line]
+    want = Translator.from_run(output_dir, **SEARCH, **CONTROLS).translate(lines)
+    body = {"sentences": lines, "beam_size": 3, "alpha": 0.6, **CONTROLS}
+    for client in (from_run, from_export):
+        answer = client.post("/api/translate", json=body)
+        assert answer.status_code == 200, answer.text
+        assert [r["hypotheses"][0]["text"] for r in answer.json()["results"]] == want
+        assert answer.json()["settings"]["min_length"] == 4
+    # The page sends every control, at its default when untouched: the plain search.
+    untouched = {"sentences": lines, **OFF, "repetition_penalty": 1}
+    plain = Translator.from_run(output_dir, **SEARCH).translate(lines)
+    assert plain != want
+    for client in (from_run, from_export):
+        answer = client.post("/api/translate", json=untouched)
+        assert [r["hypotheses"][0]["text"] for r in answer.json()["results"]] == plain
+
+
+@pytest.mark.parametrize(
+    ("client", "route", "body", "field", "words"),
+    [
+        (2, "translate", {"repetition_penalty": 0.0}, "repetition_penalty", "must be a number > 0"),
+        (2, "translate", {"min_length": -1}, "min_length", "min_length must be >= 0"),
+        (2, "translate", {"disable_unk": "yes"}, "disable_unk", ""),
+        (3, "translate", {"min_length": 2, "nbest": 2}, "nbest", "best translation only"),
+        (3, "attention", {"min_length": 2}, "min_length", "/api/translate takes them"),
+    ],
+)
+def test_bad_controls_name_the_field(clients, client, route, body, field, words):
+    key = "sentence" if route == "attention" else "sentences"
+    value = "we saw" if route == "attention" else ["we saw"]
+    answer = clients[client].post(f"/api/{route}", json={key: value, **body})
+    assert answer.status_code == 422 and answer.json()["field"] == field, answer.text
+    assert words in answer.json()["error"]
+
+
+def test_export_settings_fix_the_controls_into_the_text_signatures(exported):
+    """t2t-export with the controls: serving_default searches with them (the functions the
+    SavedModel saves, called before saving), and the sample signature's greedy draw too."""
+    _, output_dir, _ = exported
+    run = Run.restore(output_dir, search={**SEARCH, **CONTROLS})
+    functions = export.ServingFunctions.from_run(run)
+    lines = [line for line in LINES if line]
+    found = functions.translate(tf.constant(lines))["outputs"].numpy()
+    want = Translator.from_run(output_dir, **SEARCH, **CONTROLS).translate(lines)
+    assert [text.decode("utf-8") for text in found] == want
+    greedy = {**SEARCH, **CONTROLS, "sampling": True, "temperature": 0.0}
+    functions = export.ServingFunctions.from_run(Run.restore(output_dir, search=greedy))
+    sampled = functions.sample(tf.constant(lines), tf.constant(0))["outputs"].numpy()
+    want = Translator.from_run(output_dir, **greedy).translate(lines)
+    assert [text.decode("utf-8") for text in sampled] == want

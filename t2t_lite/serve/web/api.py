@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from t2t_lite.hparams import SearchSettings
-from t2t_lite.hparams.search_settings import parse_sampling
+from t2t_lite.hparams.search_settings import CONTROL_FLAGS, parse_sampling
 from t2t_lite.serve.web.backend import Capabilities
 
 MAX_ALPHA = 10.0  # the length penalty lp = ((5 + |y|) / 6) ** alpha; the paper uses 0.6
@@ -101,6 +101,26 @@ class SearchFields(_Request):
         description="Sample one hypothesis instead of beam search, as t2t-decode's --sampling: "
         "comma-separated name:value of temperature, top_k, top_p and seed, e.g. "
         "'temperature:0.8,top_k:40,seed:1'; '' samples with temperature 1. A run only.",
+    )
+    no_repeat_ngram_size: int | None = Field(
+        None,
+        strict=True,
+        description="No N-gram of this size twice in a translation (0: off); default: the run's.",
+    )
+    repetition_penalty: float | None = Field(
+        None,
+        strict=True,
+        description="Logits of tokens already in the translation divided by this where positive, "
+        "multiplied where negative (1: off); default: the run's.",
+    )
+    min_length: int | None = Field(
+        None,
+        strict=True,
+        description="EOS banned until the translation holds this many tokens, EOS not counted "
+        "(0: off); default: the run's.",
+    )
+    disable_unk: bool | None = Field(
+        None, strict=True, description="Never generate the unknown piece; default: the run's."
     )
     adapter: str | None = Field(
         None,
@@ -241,8 +261,9 @@ def resolve_settings(
         raise ApiError(
             422, "nbest", f"nbest must be in [1, {top}] (at most beam_size), got {nbest}"
         )
+    controls = resolve_controls(fields, capabilities, nbest)
     if fields.sampling is None:
-        return defaults.override(beam_size=beam, alpha=alpha, nbest=nbest)
+        return defaults.override(beam_size=beam, alpha=alpha, nbest=nbest, **controls)
     if capabilities.search_fixed:
         raise ApiError(
             422,
@@ -252,7 +273,7 @@ def resolve_settings(
         )
     try:
         drawn = parse_sampling(fields.sampling)
-        settings = defaults.override(beam_size=beam, alpha=alpha, nbest=nbest, **drawn)
+        settings = defaults.override(beam_size=beam, alpha=alpha, nbest=nbest, **drawn, **controls)
         settings.check()
         return settings
     except ValueError as error:
@@ -260,6 +281,52 @@ def resolve_settings(
         if not message.startswith("sampling"):
             message = f"sampling: {message}"
         raise ApiError(422, "sampling", message) from None
+
+
+def resolve_controls(fields: SearchFields, capabilities: Capabilities, nbest: int) -> dict:
+    """The request's repetition and length controls (t2t_lite.decode.controls) that differ
+    from the backend's defaults; an ApiError 422 names one out of range, or one this backend
+    cannot change (a SavedModel's guided signature gives the best translation only, an older
+    export none)."""
+    defaults = capabilities.defaults
+    given = {
+        name: getattr(fields, name)
+        for name in CONTROL_FLAGS
+        if getattr(fields, name) is not None and getattr(fields, name) != getattr(defaults, name)
+    }
+    if not given:
+        return {}
+    name = next(iter(given))
+    try:
+        defaults.override(**given).check_controls()
+    except ValueError as error:
+        raise ApiError(422, name, str(error).removeprefix("--")) from None
+    if capabilities.controls_nbest == 0:
+        raise ApiError(
+            422,
+            name,
+            f"{name}: this model's repetition and length controls are fixed (a SavedModel "
+            "exported before they existed: export it again)",
+        )
+    if capabilities.controls_nbest is not None and nbest > capabilities.controls_nbest:
+        raise ApiError(
+            422, "nbest", f"nbest: with {name}, this SavedModel gives the best translation only"
+        )
+    return given
+
+
+def check_fixed_controls(settings: SearchSettings, capabilities: Capabilities, route: str) -> None:
+    """An ApiError 422 where a request asks `route` of a SavedModel for controls other than the
+    export's: only /api/translate takes them there (through the guided signature)."""
+    defaults = capabilities.defaults
+    changed = [n for n in CONTROL_FLAGS if getattr(settings, n) != getattr(defaults, n)]
+    if changed and capabilities.controls_nbest is not None:
+        raise ApiError(
+            422,
+            changed[0],
+            f"{changed[0]}: {route} of a SavedModel searches with the export's controls; "
+            "/api/translate takes them",
+        )
 
 
 def check_text(text: str, field: str, limit: int, flag: str = "--max_characters") -> str:

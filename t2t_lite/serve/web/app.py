@@ -204,6 +204,7 @@ def _add_search_routes(app: FastAPI, backend: Backend, limits: api.Limits, gate:
                 "exported without the attention signature: export it again)",
             )
         settings = api.resolve_settings(request, caps, limits)
+        api.check_fixed_controls(settings, caps, "/api/attention")
         sentence = api.check_text(request.sentence, "sentence", limits.max_characters)
         if not sentence.strip():
             raise api.ApiError(422, "sentence", "sentence is empty")

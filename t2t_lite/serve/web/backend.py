@@ -42,6 +42,7 @@ class Capabilities:
     guided: whether prefixes, constraints and details can be asked for, and up to which
       n-best (0: not at all; a SavedModel's guided signature gives the best only);
     streams: whether /api/translate_stream can search (a run; not a SavedModel).
+    controls_nbest: the same for the repetition and length controls (None: with any n-best).
     """
 
     defaults: SearchSettings
@@ -51,6 +52,7 @@ class Capabilities:
     parsing: bool
     guided_nbest: int | None = None
     streams: bool = False
+    controls_nbest: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "defaults": self.defaults.to_dict()}

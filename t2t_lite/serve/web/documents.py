@@ -94,6 +94,7 @@ def add_document_route(app: FastAPI, backend: Backend, limits: api.Limits, gate)
         events sentence by sentence (`stream`), or the whole document at the end."""
         chosen = adapters.chosen(backend, request.adapter)  # a LoRA adapter, by name
         settings = api.resolve_settings(request, chosen.capabilities, limits)
+        api.check_fixed_controls(settings, chosen.capabilities, "/api/document")
         if settings.nbest != 1:
             raise api.ApiError(422, "nbest", "a document is translated with nbest 1")
         most = limits.max_sentences * limits.max_characters

@@ -14,6 +14,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from t2t_lite.decode.controls import Controls
 from t2t_lite.decode.exported import (
     ATTENTION_SIGNATURE,
     GUIDED_SIGNATURE,
@@ -61,7 +62,9 @@ class SavedModelBackend:
             attention=ATTENTION_SIGNATURE in self.signatures,
             parsing=self._metric(info) == PARSING_METRIC,
             guided_nbest=1 if GUIDED_SIGNATURE in self.signatures else 0,
+            controls_nbest=1 if self.exported.takes_controls else 0,
         )
+        self._exported_controls = Controls.of(exported)
 
     @staticmethod
     def _metric(info: dict[str, Any]) -> str | None:
@@ -84,8 +87,9 @@ class SavedModelBackend:
         guides: Sequence[Any] | None = None,
         details: bool = False,
     ) -> list[dict]:
-        if guides is not None or details:
-            return self._guided(sentences, guides)
+        controls = Controls.of(settings)
+        if guides is not None or details or controls != self._exported_controls:
+            return self._guided(sentences, guides, controls or Controls())
         texts, scores, truncated = self.exported.search(sentences, settings.nbest)
         results = []
         for i, sentence in enumerate(sentences):
@@ -94,9 +98,14 @@ class SavedModelBackend:
             results.append(translation(source, truncated[i], hypotheses))
         return results
 
-    def _guided(self, sentences: Sequence[str], guides: Sequence[Any] | None) -> list[dict]:
-        """The best translations with their details, from the `guided` signature."""
-        found = self.exported.guided(sentences, guides)
+    def _guided(
+        self, sentences: Sequence[str], guides: Sequence[Any] | None, controls: Controls
+    ) -> list[dict]:
+        """The best translations with their details, from the `guided` signature (with
+        `controls` where it takes them)."""
+        found = self.exported.guided(
+            sentences, guides, controls if self.exported.takes_controls else None
+        )
         results = []
         for i, sentence in enumerate(sentences):
             source = sentence.strip()

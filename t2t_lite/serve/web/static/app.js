@@ -88,12 +88,20 @@ async function loadInfo() {
   $("nbest").value = Math.min(defaults.beam_size, capabilities.max_nbest || defaults.beam_size, 4);
   $("beam_size").disabled = $("alpha").disabled = capabilities.search_fixed;
   $("sample").disabled = $("sampling").disabled = capabilities.search_fixed;
+  for (const id of CONTROLS) $(id).disabled = capabilities.controls_nbest === 0;
+  $("no_repeat_ngram_size").value = defaults.no_repeat_ngram_size ?? 0;
+  $("repetition_penalty").value = defaults.repetition_penalty ?? 1;
+  $("min_length").value = defaults.min_length ?? 0;
+  $("disable_unk").checked = Boolean(defaults.disable_unk);
   const guided = capabilities.guided_nbest !== 0;
   $("prefix").disabled = $("terms").disabled = $("details").disabled = !guided;
   $("fixed-note").hidden = !capabilities.search_fixed;
   showFacts(facts);
   $("translate").disabled = false;
 }
+
+// The repetition and length controls (docs/control.md), sent with every search.
+const CONTROLS = ["no_repeat_ngram_size", "repetition_penalty", "min_length", "disable_unk"];
 
 function numberOrNull(id) {
   const value = $(id).value.trim();
@@ -102,6 +110,8 @@ function numberOrNull(id) {
 
 function currentSettings() {
   const settings = { beam_size: numberOrNull("beam_size"), alpha: numberOrNull("alpha"), nbest: numberOrNull("nbest") };
+  for (const id of CONTROLS.slice(0, 3)) settings[id] = numberOrNull(id);
+  settings.disable_unk = $("disable_unk").checked;
   if ($("sample").checked) {
     settings.sampling = $("sampling").value.trim();  // "" samples at temperature 1
     settings.nbest = 1;  // one sample a sentence

@@ -9,10 +9,13 @@ const $ = (id) => document.getElementById(id);
 // The search settings of the sentence form, where set (the API's defaults otherwise).
 function settings() {
   const body = {};
-  for (const [id, parse] of [["beam_size", parseInt], ["alpha", parseFloat]]) {
+  const numbers = [["beam_size", parseInt], ["alpha", parseFloat], ["no_repeat_ngram_size", parseInt],
+    ["repetition_penalty", parseFloat], ["min_length", parseInt]];
+  for (const [id, parse] of numbers) {
     const value = parse($(id).value);
     if (!Number.isNaN(value)) body[id] = value;
   }
+  body.disable_unk = $("disable_unk").checked;
   return body;
 }
 
