@@ -57,6 +57,7 @@ def test_train_from_python_resolves_as_the_command(tmp_path, step_clock):
         for name in ("command", "python")
     }
     assert choices["python"].keys() == choices["command"].keys()
+    assert choices["python"]["step"] == choices["command"]["step"]  # the same steps in 3 s
     for choice in choices.values():  # the same metric and candidates: last and EMA at least
         assert choice["metric"] == "dev_loss" and {"last", "ema"} <= set(choice["dev_loss"])
         assert choice["ema_momentum"] == resolved.ema_momentum
