@@ -1,4 +1,6 @@
-"""Shared test set-up: quiet TensorFlow logs, deterministic seeds, and the NumPy references."""
+"""Shared test set-up: quiet TensorFlow logs, deterministic seeds, the NumPy references, and the
+session fixtures of the expensive artifacts (tests/reverse_words.py: a trained run and its
+exports, built once per worker and read-only to the tests)."""
 
 import os
 
@@ -7,6 +9,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from reverse_words import (  # noqa: E402, F401  (session fixtures)
+    reverse_words_ct2,
+    reverse_words_litert,
+    reverse_words_run,
+)
+from step_clock import step_clock  # noqa: E402, F401  (a fixture)
 
 
 @pytest.fixture(autouse=True)

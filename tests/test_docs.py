@@ -7,14 +7,13 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
-import json
 import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from command_helpers import python_json
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,15 +78,9 @@ def _flags_of(command: str) -> frozenset[str]:
     script = (
         f"import json, {module}\nfrom absl import flags\nprint(json.dumps(sorted(flags.FLAGS)))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"},
+    return frozenset(
+        python_json(script, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return frozenset(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 FLAG = r"(?:^|\s)--([a-z][a-z0-9_]*)"

@@ -5,6 +5,7 @@ TF_CONFIG are fixed before TensorFlow starts, and kill -9 needs a process of its
   python tests/train_helpers.py mirrored   # prints JSON: 2-replica vs 1-device results
   python tests/train_helpers.py dev_bleu DATA_DIR   # prints JSON: dev BLEU on 2 replicas and 1
   python tests/train_helpers.py t2t_train_two_devices FLAGS...   # t2t-train on 2 logical CPUs
+  python tests/train_helpers.py t2t_train_step_clock FLAGS...   # t2t-train on a step clock
 """
 
 from __future__ import annotations
@@ -181,5 +182,13 @@ if __name__ == "__main__":
         )
         from t2t_lite.bin import t2t_train
 
+        sys.argv = ["t2t-train"] + sys.argv[2:]
+        t2t_train.run()
+    elif sys.argv[1] == "t2t_train_step_clock":  # its budget on tests/step_clock.py's clock
+        from step_clock import StepClock
+
+        from t2t_lite.bin import t2t_train
+
+        StepClock().install()
         sys.argv = ["t2t-train"] + sys.argv[2:]
         t2t_train.run()

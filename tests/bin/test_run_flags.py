@@ -5,7 +5,6 @@ missing."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import textwrap
 
 import pytest
 import tensorflow as tf
+from command_helpers import python_json
 from decoding_helpers import model_hparams, tiny_model
 
 from t2t_lite.run.layout import CHECKPOINT_DIR
@@ -32,11 +32,7 @@ def _flags(module: str) -> dict:
         f"print(json.dumps({{n: [flags.FLAGS[n].help, flags.FLAGS[n].default] for n in "
         f"{RUN_FLAGS!r} if n in flags.FLAGS}}))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=ENV, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return python_json(script, env=ENV)
 
 
 def test_every_command_that_restores_a_run_has_the_same_run_flags():

@@ -1,9 +1,10 @@
 """t2t-datagen as a user runs it: flags forwarded to the problem, clear errors for bad flags."""
 
-import json
 import os
 import subprocess
 import sys
+
+from command_helpers import last_json
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
@@ -27,7 +28,7 @@ def test_datagen_writes_and_reports(tmp_path):
         "--problem_options=dev_size=20,test_size=10",
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+    assert last_json(result.stdout) == {
         "train": 300,
         "dev": 20,
         "test": 10,

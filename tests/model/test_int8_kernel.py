@@ -8,14 +8,12 @@ forced with ONEDNN_MAX_CPU_ISA in a fresh process: the CPU's best one, and one t
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from command_helpers import python_json
 
 from t2t_lite.model.layers import int8_kernel, int8_product
 
@@ -104,11 +102,7 @@ def _check_in_a_process(cap: str | None) -> dict:
         "    'sums_error': c.sums_error, 'available': int8_product.available(),\n"
         "    'prepared': int8_product.prepare(layer), 'line': c.describe()}))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return python_json(script, env=env)
 
 
 @needs_op

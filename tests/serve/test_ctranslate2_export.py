@@ -1,35 +1,38 @@
 """t2t-export --format=ctranslate2: CTranslate2 scores every kind of layout exactly as the model
-does, its beam search finds t2t-decode's translations on 50 sentences of a trained tiny model,
-the README beside the model runs, and what it cannot hold is refused naming the setting."""
+does, its beam search finds t2t-decode's translations on 50 sentences of a trained tiny model
+(the shared reverse-words run, tests/reverse_words.py), the README beside the model runs, and
+what it cannot hold is refused naming the setting."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import subprocess
-import sys
-import time
 import types
 
 import ctranslate2
 import numpy as np
 import pytest
+from command_helpers import run_json, run_python
 from decoding_helpers import model_hparams, padded, random_inputs, tiny_model
+from reverse_words import (
+    CT2_SEARCH,
+    EXTRA,
+    GROUP,
+    MAX_POSITIONS,
+    STEPS,
+    reversed_words,
+    sentences,
+)
 
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.details import forced_pass
-from t2t_lite.hparams import SearchSettings, get_hparams
+from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.ensemble import Ensemble
-from t2t_lite.problems import get_problem
 from t2t_lite.run.run import Run
 from t2t_lite.serve import ctranslate2_export as ct2
-from t2t_lite.train.loop import TrainConfig, train
 
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-MAX_POSITIONS = 24
-EXTRA = 6
-WORDS = "the a cat dog sat on mat big small house red blue runs over under".split()
+pytestmark = GROUP
 TOKENS = ["<pad>", "<EOS>", "<unk>"] + [f"t{i}" for i in range(3, 13)]
 
 
@@ -39,40 +42,10 @@ def _seed():
     yield
 
 
-def _sentences(count: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(WORDS, rng.integers(2, 8))) for _ in range(count)]
-
-
-def _write(path, lines: list[str]) -> str:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return str(path)
-
-
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A text2text run (SentencePiece) trained briefly to reverse word order, and its export."""
-    root = tmp_path_factory.mktemp("ct2")
-    sources = _sentences(1200, seed=1)
-    targets = [" ".join(s.split()[::-1]) for s in sources]
-    files = {}
-    for split, part in (("train", slice(0, 1100)), ("dev", slice(1100, 1200))):
-        files[f"{split}_src"] = _write(root / f"{split}.src", sources[part])
-        files[f"{split}_tgt"] = _write(root / f"{split}.tgt", targets[part])
-    data_dir, output_dir = str(root / "data"), str(root / "run")
-    problem = get_problem("text2text")
-    problem.generate_data(data_dir, vocab_size=60, **files)
-    hparams = get_hparams(
-        "transformer_tiny",
-        "num_encoder_layers=2,num_decoder_layers=2,d_model=32,d_ff=64,num_heads=4,"
-        f"max_positions={MAX_POSITIONS},batch_size=1024,learning_rate=0.5,warmup_steps=50",
-    )
-    config = TrainConfig(output_dir, data_dir, train_steps=250, eval_every=250, save_every=250)
-    train(problem, config, hparams, "transformer_tiny")
-    run = Run.restore(output_dir, search={"beam_size": 4, "alpha": 0.0, "extra_length": EXTRA})
-    start = time.monotonic()
-    path, info = ct2.export_run(run, str(root / "ct2"))
-    return {"run": run, "path": path, "info": info, "seconds": time.monotonic() - start}
+def trained(reverse_words_run, reverse_words_ct2):
+    """The shared reverse-words run, restored for CTranslate2's search, and its export."""
+    return {"run": Run.restore(reverse_words_run, search=CT2_SEARCH), **reverse_words_ct2}
 
 
 def _ct2_ids(translator, tokens: list[str], source: list[int], beam: int) -> list[int]:
@@ -96,7 +69,7 @@ def test_beam_search_finds_t2t_decodes_translations(trained):
     assert trained["seconds"] < 10, trained["seconds"]
     tokens = ct2.vocabulary_tokens(run.tokenizer.path)
     translator = ctranslate2.Translator(path, device="cpu", compute_type="float32")
-    lines = _sentences(50, seed=9)
+    lines = sentences(50, seed=9)
     sources = [run.tokenizer.encode_py(line) for line in lines]
     width = max(map(len, sources)) + 1
     inputs = np.array([padded(tuple(s + [1]), width) for s in sources], np.int32)
@@ -112,8 +85,7 @@ def test_beam_search_finds_t2t_decodes_translations(trained):
         np.testing.assert_allclose(scores, found.scores.numpy()[differ, 0], atol=1e-5)
     assert len(differ) <= 2, differ
     right = sum(
-        run.tokenizer.decode_py(o) == " ".join(s.split()[::-1])
-        for o, s in zip(ours, lines, strict=True)
+        run.tokenizer.decode_py(o) == reversed_words(s) for o, s in zip(ours, lines, strict=True)
     )
     assert right >= 25, f"the model is barely trained: {right} of 50 reversed"
     assert sum(o[-1:] == [1] for o in ours) >= 45  # most end with EOS, not at the maximum
@@ -125,7 +97,7 @@ def test_target_prefix_and_attention_agree_with_the_prefixed_search(trained):
     run, path = trained["run"], trained["path"]
     tokens = ct2.vocabulary_tokens(run.tokenizer.path)
     translator = ctranslate2.Translator(path, device="cpu", compute_type="float32")
-    lines = _sentences(20, seed=11)
+    lines = sentences(20, seed=11)
     sources = [run.tokenizer.encode_py(line) for line in lines]
     prefixes = [run.tokenizer.encode_py(line.split()[0]) for line in lines]  # not the reversal's
     width = max(map(len, sources)) + 1
@@ -176,26 +148,20 @@ def test_folder_holds_vocabulary_and_a_readme_that_runs(trained):
         config = json.load(f)
     assert config["decoder_start_token"] == "<pad>" and config["eos_token"] == "<EOS>"
     assert config["add_source_eos"] is True and config["layer_norm_epsilon"] == 1e-6
-    assert info["quantization"] == "float32" and info["checkpoint"].endswith("ckpt-250")
+    assert info["quantization"] == "float32" and info["checkpoint"].endswith(f"ckpt-{STEPS}")
     with open(os.path.join(path, "README.md")) as f:
         (code,) = re.findall(r"```python\n(.*?)```", f.read(), re.S)
     code = code.replace('folder = "."', f"folder = {path!r}")
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_python("-c", code, timeout=120)
     assert done.stdout.startswith("['") and len(eval(done.stdout)) == 1  # noqa: S307
 
 
 def test_cli_converts_with_int8_and_refuses_unknown_quantization(trained, tmp_path):
     run = trained["run"]
-    command = [sys.executable, "-m", "t2t_lite.bin.t2t_export", f"--output_dir={run.output_dir}"]
-    flags = ["--format=ctranslate2", f"--export_dir={tmp_path}"]
-    done = subprocess.run(
-        command + flags + ["--ct2_quantization=int8"], capture_output=True, text=True, env=ENV
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_json(
+        "-m", "t2t_lite.bin.t2t_export", f"--output_dir={run.output_dir}",
+        "--format=ctranslate2", f"--export_dir={tmp_path}", "--ct2_quantization=int8",
+    )  # fmt: skip
     assert report["ctranslate2"] == str(tmp_path / "1")
     translator = ctranslate2.Translator(report["ctranslate2"], compute_type="int8")
     assert translator.translate_batch([["▁the", "▁cat"]])[0].hypotheses[0]

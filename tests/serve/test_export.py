@@ -20,6 +20,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from command_helpers import run_json
 from tf_serving_helpers import serving
 
 from t2t_lite.data import load_tokenizer
@@ -111,17 +112,12 @@ def run(tmp_path_factory):
     tf.train.CheckpointManager(tf.train.Checkpoint(model=model), checkpoint_dir, 1).save()
     lines = _sentences(220)[120 : 120 + 100 - len(SPECIAL)] + SPECIAL
     export_dir = str(root / "served")
-    done = subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_export", f"--output_dir={output_dir}"]
-        + [f"--export_dir={export_dir}", "--nbest=2", *SEARCH]
-        + [f"--score={files['dev_src']},{files['dev_tgt']}", "--license=apache-2.0"],
-        capture_output=True,
-        text=True,
+    report = run_json(
+        "-m", "t2t_lite.bin.t2t_export", f"--output_dir={output_dir}",
+        f"--export_dir={export_dir}", "--nbest=2", *SEARCH,
+        f"--score={files['dev_src']},{files['dev_tgt']}", "--license=apache-2.0",
         env=ENV,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    )  # fmt: skip
     return {
         "root": root,
         "data_dir": data_dir,

@@ -1,7 +1,7 @@
 """t2t-export --format=litert: the .tflite's greedy search finds t2t-decode's greedy ids on 40
-sentences of a trained tiny model (SentencePiece), its runner translates in a process without
-TensorFlow, int8 weights from the converter make a smaller model that still agrees, and what it
-cannot hold is refused in one line."""
+sentences of a trained tiny model (the shared reverse-words run, tests/reverse_words.py), its
+runner translates in a process without TensorFlow, int8 weights from the converter make a
+smaller model that still agrees, and what it cannot hold is refused in one line."""
 
 from __future__ import annotations
 
@@ -16,22 +16,24 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from command_helpers import ENV, python_json, run_json, run_python
 from decoding_helpers import tiny_model, write_tiny_run
+from reverse_words import (
+    EXTRA,
+    GROUP,
+    INPUT_LENGTH,
+    LITERT_SEARCH,
+    reversed_words,
+    sentences,
+)
 
 from t2t_lite.decode.translator import Translator
-from t2t_lite.hparams import get_hparams
-from t2t_lite.problems import get_problem
 from t2t_lite.run.run import Run
 from t2t_lite.runtime.atomic_io import file_sha256
 from t2t_lite.serve import litert_export
 from t2t_lite.serve.litert_runner import LiteRTTranslator
-from t2t_lite.train.loop import TrainConfig, train
 
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-MAX_POSITIONS = 24
-INPUT_LENGTH = 14  # the export's --max_input_length
-EXTRA = 6
-WORDS = "the a cat dog sat on mat big small house red blue runs over under".split()
+pytestmark = GROUP
 # int8 weights against float32 on the same 40 sentences: at least this share of identical
 # outputs. Dynamic-range int8 rounds each weight to within half a step of max|w| / 127 per
 # channel, about 1% of the logits in relative RMS (tests/decode/test_quantize.py); a greedy
@@ -48,54 +50,12 @@ def _seed():
     yield
 
 
-def _sentences(count: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(WORDS, rng.integers(2, 8))) for _ in range(count)]
-
-
-def _write(path, lines: list[str]) -> str:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return str(path)
-
-
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A text2text run (SentencePiece, float32) trained briefly to reverse word order, and its
-    LiteRT exports: float32 weights with the batch free, int8 weights in fixed batches of 1."""
-    root = tmp_path_factory.mktemp("litert")
-    sources = _sentences(1200, seed=1)
-    targets = [" ".join(s.split()[::-1]) for s in sources]
-    files = {}
-    for split, part in (("train", slice(0, 1100)), ("dev", slice(1100, 1200))):
-        files[f"{split}_src"] = _write(root / f"{split}.src", sources[part])
-        files[f"{split}_tgt"] = _write(root / f"{split}.tgt", targets[part])
-    data_dir, output_dir = str(root / "data"), str(root / "run")
-    problem = get_problem("text2text")
-    problem.generate_data(data_dir, vocab_size=60, **files)
-    hparams = get_hparams(
-        "transformer_tiny",
-        "num_encoder_layers=2,num_decoder_layers=2,d_model=32,d_ff=128,num_heads=4,"
-        f"max_positions={MAX_POSITIONS},batch_size=1024,learning_rate=0.5,warmup_steps=50,"
-        "precision=float32",
-    )
-    config = TrainConfig(output_dir, data_dir, train_steps=200, eval_every=200, save_every=200)
-    train(problem, config, hparams, "transformer_tiny")
-    search = {"beam_size": 1, "alpha": 0.0, "extra_length": EXTRA}
-    run = Run.restore(output_dir, search={**search, "max_input_length": INPUT_LENGTH})
-    float_path, info = litert_export.export_run(run, str(root / "export"))
-    int8_path, _ = litert_export.export_run(
-        run, str(root / "export"), quantization="int8", batch_size=1
-    )
-    return {"run": run, "float": float_path, "int8": int8_path, "info": info}
-
-
-def _python_json(code: str, timeout: int = 120):
-    """Runs `code` in a fresh Python process and returns the JSON of its last output line."""
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=timeout
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def trained(reverse_words_run, reverse_words_litert):
+    """The shared reverse-words run, restored for LiteRT's greedy search, and its LiteRT
+    exports: float32 weights with the batch free, int8 weights in fixed batches of 1."""
+    search = {**LITERT_SEARCH, "max_input_length": INPUT_LENGTH}
+    return {"run": Run.restore(reverse_words_run, search=search), **reverse_words_litert}
 
 
 def _litert_ids(folder: str, sources: list[list[int]], batch_size: int = 16) -> list[list[int]]:
@@ -110,7 +70,7 @@ def _litert_ids(folder: str, sources: list[list[int]], batch_size: int = 16) -> 
         f"ids = LiteRTTranslator({folder!r}, batch_size={batch_size}).search_ids({sources!r})\n"
         "print(json.dumps([ids, 'tensorflow' in sys.modules]))\n"
     )
-    ids, tensorflow = _python_json(code)
+    ids, tensorflow = python_json(code)
     assert not tensorflow
     return ids
 
@@ -137,7 +97,7 @@ def _first_difference_gap(run: Run, source, ours, theirs) -> float | None:
 def test_greedy_ids_equal_t2t_decode(trained):
     run = trained["run"]
     assert run.search.beam_size == 1 and run.search.alpha == 0.0
-    lines = _sentences(40, seed=9) + ["the big red dog runs over the small blue mat " * 3]
+    lines = sentences(40, seed=9) + ["the big red dog runs over the small blue mat " * 3]
     translator = LiteRTTranslator(trained["float"])
     (inputs,) = translator.interpreter.get_input_details()  # the batch fixed, the length free
     assert inputs["shape_signature"].tolist() == [-1, -1]
@@ -160,7 +120,7 @@ def test_greedy_ids_equal_t2t_decode(trained):
     assert _first_difference_gap(run, sources[0], other, theirs[0]) > 0.1
     assert sum(gap is None for gap in gaps) >= len(sources) * 3 // 4, gaps
     right = sum(
-        run.tokenizer.decode_py(o) == " ".join(s.split()[::-1])
+        run.tokenizer.decode_py(o) == reversed_words(s)
         for o, s in zip(ours[:40], lines[:40], strict=True)
     )
     assert right >= 15, f"the model is barely trained: {right} of 40 reversed"
@@ -183,13 +143,13 @@ def test_readme_and_runner_translate_without_tensorflow(trained):
     with open(os.path.join(path, "README.md")) as f:
         (code,) = re.findall(r"```python\n(.*?)```", f.read(), re.S)
     assert 'LiteRTTranslator(".")' in code
-    lines = _sentences(6, seed=3) + [""]
+    lines = sentences(6, seed=3) + [""]
     code = code.replace('LiteRTTranslator(".")', f"LiteRTTranslator({path!r})") + (
         "import json, sys\n"
         f"texts = translator.translate({lines!r})\n"
         "print(json.dumps([texts, 'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
     )
-    texts, tensorflow, keras = _python_json(code)
+    texts, tensorflow, keras = python_json(code)
     assert not tensorflow and not keras
     run = trained["run"]
     assert texts == Translator(run.model, run.tokenizer, run.search).translate(lines)
@@ -200,7 +160,7 @@ def test_int8_weights_are_smaller_and_agree(trained):
     float_size = os.path.getsize(os.path.join(trained["float"], "model.tflite"))
     int8_size = os.path.getsize(os.path.join(trained["int8"], "model.tflite"))
     assert int8_size < 0.8 * float_size, (int8_size, float_size)
-    sources = LiteRTTranslator(trained["float"]).encode(_sentences(40, seed=9))
+    sources = LiteRTTranslator(trained["float"]).encode(sentences(40, seed=9))
     float_ids, int8_ids = (_litert_ids(trained[k], sources) for k in ("float", "int8"))
     same = np.mean([a == b for a, b in zip(float_ids, int8_ids, strict=True)])
     assert same >= INT8_AGREEMENT, same
@@ -271,17 +231,12 @@ def test_cli_refuses_a_beam_before_restoring_in_one_line(tmp_path):
 
 
 def test_runner_command_translates_standard_input(trained, tmp_path):
-    lines = _sentences(3, seed=4)
+    lines = sentences(3, seed=4)
     command = [sys.executable, "-m", "t2t_lite.serve.litert_runner"]
-    done = subprocess.run(
-        [*command, os.path.dirname(trained["float"])],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_python(
+        "-m", "t2t_lite.serve.litert_runner", os.path.dirname(trained["float"]),
+        stdin="\n".join(lines) + "\n", timeout=60,
+    )  # fmt: skip
     # The parent holds two versions: the largest is the int8 model. It is read back in a
     # process without TensorFlow, as the command runs: in a process that has TensorFlow
     # loaded, the int8 model once gave another translation of one of these lines.
@@ -289,7 +244,7 @@ def test_runner_command_translates_standard_input(trained, tmp_path):
         "import json\nfrom t2t_lite.serve.litert_runner import LiteRTTranslator\n"
         f"print(json.dumps(LiteRTTranslator({trained['int8']!r}).translate({lines!r})))\n"
     )
-    assert done.stdout.splitlines() == _python_json(code, timeout=60)
+    assert done.stdout.splitlines() == python_json(code, timeout=60)
     done = subprocess.run(
         [*command, str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=60
     )
@@ -314,28 +269,14 @@ def test_cli_exports_int8_that_the_runner_reads(trained, tmp_path):
     """The whole command: t2t-export --format=litert with int8 weights gives the model the
     fixture's export_run gave (the same ids), and reports greedy search."""
     run = trained["run"]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "t2t_lite.bin.t2t_export",
-            f"--output_dir={run.output_dir}",
-            f"--export_dir={tmp_path}",
-            "--format=litert",
-            "--litert_quantization=int8",
-            f"--max_input_length={INPUT_LENGTH}",
-            f"--extra_length={EXTRA}",
-        ],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_json(
+        "-m", "t2t_lite.bin.t2t_export", f"--output_dir={run.output_dir}",
+        f"--export_dir={tmp_path}", "--format=litert", "--litert_quantization=int8",
+        f"--max_input_length={INPUT_LENGTH}", f"--extra_length={EXTRA}",
+    )  # fmt: skip
     assert report["litert"] == str(tmp_path / "1")
     assert (report["beam_size"], report["alpha"], report["extra_length"]) == (1, 0.0, EXTRA)
-    sources = LiteRTTranslator(report["litert"]).encode(_sentences(10, seed=5))
+    sources = LiteRTTranslator(report["litert"]).encode(sentences(10, seed=5))
     assert _litert_ids(report["litert"], sources) == _litert_ids(trained["int8"], sources)
 
 
@@ -357,10 +298,7 @@ def test_the_guides_examples_run_without_tensorflow(trained, tmp_path):
         code = code.replace("/tmp/ende_litert/1", trained["float"])
         code = code.replace('"page.md"', repr(str(page)))
         code += "import sys\nprint('tensorflow' in sys.modules)\n"
-        done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=60
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
+        done = run_python("-c", code, timeout=60)
         assert done.stdout.splitlines()[-1] == "False"
         if str(page) in code:  # the document: its layout and its tag, around translated words
             lines = done.stdout.splitlines()

@@ -1,7 +1,9 @@
 """The time budget of --train_minutes: the linear_budget schedule against its formula, the step
-estimate with a fake clock, what --train_minutes makes of the hparams, a real budget run that
-peaks and decays to the end of its minutes, its resume, and the end-of-run choice (by dev loss,
-or by dev BLEU for a problem scored by BLEU)."""
+estimate with a fake clock, what --train_minutes makes of the hparams, a budget run that peaks
+and decays to the end of its minutes, its resume, and the end-of-run choice (by dev loss, or by
+dev BLEU for a problem scored by BLEU). The budget runs train on a step clock
+(tests/step_clock.py: a quarter of a second per step), so they make the same steps on any
+machine."""
 
 from __future__ import annotations
 
@@ -26,9 +28,6 @@ from t2t_lite.run.layout import FINAL_DIR
 from t2t_lite.train import budget, final_choice
 from t2t_lite.train import loop as training
 from t2t_lite.train.schedules import LinearBudgetSchedule
-
-# Real runs on a clock: their step counts need the machine to themselves.
-pytestmark = pytest.mark.timing
 
 
 def _numpy_rate(step, peak, warmup, horizon, decay_fraction=1.0):
@@ -201,9 +200,9 @@ def test_a_budget_of_steps_chooses_its_peak_from_them_and_a_resume_keeps_it(tmp_
     assert max(rates.values()) > max(expected)  # the revised factor's higher peak after step 40
 
 
-def test_a_clock_chooses_its_peak_once_the_step_rate_is_measured(tmp_path, monkeypatch):
-    # The rate is measured from step 5 on, over 2 s: within the 15 s on a machine four times
-    # slower than usual too.
+def test_a_clock_chooses_its_peak_once_the_step_rate_is_measured(tmp_path, monkeypatch, step_clock):
+    # The rate is measured from step 5 on, over 2 s (8 steps of the step clock): well within the
+    # 15 s (60 steps).
     monkeypatch.setattr(budget, "RATE_WINDOW_SECONDS", 2.0)
     monkeypatch.setattr(budget, "STARTUP_STEPS", 5)
     out = str(tmp_path / "run")
@@ -248,21 +247,18 @@ def _budget_run(output_dir, minutes, steps, overrides="warmup_steps=40", eval_ev
 
 
 def test_a_budget_run_peaks_early_and_decays_to_zero_when_the_minutes_are_spent(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, step_clock
 ):
     # The horizon, and with it the warmup (a tenth of it at most), is known after 5 steps
-    # rather than 20, and the budget is 30 s: a machine four times slower than usual (once 28
-    # steps in 15 s, under a fresh clone's CI) still makes enough steps after the choice for
-    # the peak and the decay (about 50 steps, with six busy processes beside it on two cores).
-    # No dev evaluation during the run: on such a machine one near the end takes seconds, and
-    # the run ends that many steps before the horizon (the end-of-run choice still evaluates).
+    # rather than 20; the budget of 30 s is 120 steps of the step clock. No dev evaluation
+    # during the run (the end-of-run choice still evaluates).
     monkeypatch.setattr(budget, "STARTUP_STEPS", 5)
     out = str(tmp_path / "run")
     _, hparams = _budget_run(out, minutes=0.5, steps=10**6, eval_every=10**6)
     rates = _learning_rates(out)
     peak = hparams.learning_rate * hparams.d_model**-0.5 * hparams.warmup_steps**-0.5
     last = max(rates)
-    assert last > 40, f"only {last} steps in 30 s"
+    assert last == 30 / step_clock.seconds_per_step, f"{last} steps in 30 s"
     # The peak, or close to it: a slow machine's short run spends its warmup on the start-up
     # steps.
     assert 0.85 * peak <= max(rates.values()) <= peak * (1 + 1e-6)
@@ -291,20 +287,23 @@ def test_a_budget_run_peaks_early_and_decays_to_zero_when_the_minutes_are_spent(
         _budget_run(out, minutes=0.25, steps=10**6)
 
 
-def test_a_resumed_budget_run_continues_its_schedule_with_the_minutes_left(tmp_path):
+def test_a_resumed_budget_run_continues_its_schedule_with_the_minutes_left(tmp_path, step_clock):
     out = str(tmp_path / "run")
     _budget_run(out, minutes=2.0, steps=60)  # train_steps stops it first
     before = _learning_rates(out)
     reader = tf.train.load_checkpoint(os.path.join(out, "checkpoints", "ckpt-60"))
     spent = reader.get_tensor("budget/seconds/.ATTRIBUTES/VARIABLE_VALUE")
     horizon = reader.get_tensor("budget/horizon/.ATTRIBUTES/VARIABLE_VALUE")
-    assert 0 < spent < 120 and horizon >= 60
+    assert spent == 60 * step_clock.seconds_per_step and horizon >= 60
     _budget_run(out, minutes=2.0, steps=70)
     after = _learning_rates(out)
     # Step 61 goes on from step 60's horizon: no new warmup, no jump.
     assert after[61] == pytest.approx(before[60], rel=0.2)
     reader = tf.train.load_checkpoint(os.path.join(out, "checkpoints", "ckpt-70"))
-    assert reader.get_tensor("budget/seconds/.ATTRIBUTES/VARIABLE_VALUE") > spent
+    assert (
+        reader.get_tensor("budget/seconds/.ATTRIBUTES/VARIABLE_VALUE")
+        == 70 * step_clock.seconds_per_step
+    )
 
 
 class _FakeTrainer:

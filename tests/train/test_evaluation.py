@@ -3,7 +3,6 @@ t2t_lite.metrics.bleu, equal to what t2t-decode and t2t-bleu give for the same c
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import types
 
 import pytest
 import tensorflow as tf
+from command_helpers import run_json
 
 from t2t_lite.decode.search import SearchResult
 from t2t_lite.hparams import get_hparams
@@ -76,15 +76,9 @@ def test_dev_bleu_splits_its_batches_over_the_replicas_as_t2t_decode_does(tmp_pa
     """Training's dev BLEU under a two-device MirroredStrategy decodes each batch split over
     the replicas (t2t_lite.decode.replicas) and scores exactly what one device does."""
     tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    done = subprocess.run(
-        [sys.executable, os.path.join(tests, "train_helpers.py"), "dev_bleu", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-        timeout=600,
+    result = run_json(
+        os.path.join(tests, "train_helpers.py"), "dev_bleu", str(tmp_path), timeout=600
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["replicas"] == 2
     assert result["two"] == result["one"] and result["one"] > 10.0
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
-import pytest
+from command_helpers import run_python
 
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import get_problem
@@ -17,31 +15,24 @@ from t2t_lite.run.layout import CHOICE_FILE, FINAL_DIR
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.train import loop as training
 
-# Real runs on a clock (a few seconds each).
-pytestmark = pytest.mark.timing
-
 MINUTES = 0.05
 OVERRIDES = "dropout=0.2,batch_size=512"
+HELPERS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "train_helpers.py")
 
 
-def test_train_from_python_resolves_as_the_command(tmp_path):
+def test_train_from_python_resolves_as_the_command(tmp_path, step_clock):
+    """Both runs train on the step clock (tests/step_clock.py): 12 steps in their 3 s."""
     data_dir = str(tmp_path / "data")
     problem = get_problem("algorithmic_reverse")
     problem.generate_data(data_dir, max_sequence_length=5, train_size=300, dev_size=20)
-    command = subprocess.run(
-        [
-            os.path.join(os.path.dirname(sys.executable), "t2t-train"),
-            "--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
-            f"--hparams={OVERRIDES}", f"--data_dir={data_dir}",
-            f"--output_dir={tmp_path / 'command'}", f"--train_minutes={MINUTES}",
-            "--eval_every=50", "--save_every=50", "--log_every=50",
-        ],
-        capture_output=True,
-        text=True,
+    run_python(
+        HELPERS, "t2t_train_step_clock",
+        "--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
+        f"--hparams={OVERRIDES}", f"--data_dir={data_dir}",
+        f"--output_dir={tmp_path / 'command'}", f"--train_minutes={MINUTES}",
+        "--eval_every=50", "--save_every=50", "--log_every=50",
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        timeout=300,
     )  # fmt: skip
-    assert command.returncode == 0, command.stderr[-3000:]
     config = training.TrainConfig(
         output_dir=str(tmp_path / "python"),
         data_dir=data_dir,
@@ -66,6 +57,7 @@ def test_train_from_python_resolves_as_the_command(tmp_path):
         for name in ("command", "python")
     }
     assert choices["python"].keys() == choices["command"].keys()
+    assert choices["python"]["step"] == choices["command"]["step"]  # the same steps in 3 s
     for choice in choices.values():  # the same metric and candidates: last and EMA at least
         assert choice["metric"] == "dev_loss" and {"last", "ema"} <= set(choice["dev_loss"])
         assert choice["ema_momentum"] == resolved.ema_momentum

@@ -3,13 +3,11 @@ non-finite gradient is caught before the update."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import tensorflow as tf
+from command_helpers import run_json
 from train_helpers import SMOOTH_ADAM, FakeReverse, one_batch, padded_concat, step_once
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -80,16 +78,7 @@ def test_non_finite_gradient_is_not_applied():
 
 
 def test_two_replicas_equal_one_device_with_the_same_global_batch():
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    out = subprocess.run(
-        [sys.executable, os.path.join(TESTS, "train_helpers.py"), "mirrored"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result = run_json(os.path.join(TESTS, "train_helpers.py"), "mirrored")
     assert result["replicas"] == 2
     assert result["two"]["target_tokens"] == result["one"]["target_tokens"]
     assert abs(result["two"]["loss"] - result["one"]["loss"]) < 1e-5
