@@ -16,20 +16,18 @@ import ctranslate2
 import numpy as np
 import pytest
 from decoding_helpers import model_hparams, padded, random_inputs, tiny_model
+from reverse_words import ReverseWords
 
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.details import forced_pass
-from t2t_lite.hparams import SearchSettings, get_hparams
+from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.ensemble import Ensemble
-from t2t_lite.problems import get_problem
-from t2t_lite.run.run import Run
 from t2t_lite.serve import ctranslate2_export as ct2
-from t2t_lite.train.loop import TrainConfig, train
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-MAX_POSITIONS = 24
-EXTRA = 6
-WORDS = "the a cat dog sat on mat big small house red blue runs over under".split()
+MAX_POSITIONS = ReverseWords.max_positions
+EXTRA = ReverseWords.extra_length
+_sentences = ReverseWords.sentences
 TOKENS = ["<pad>", "<EOS>", "<unk>"] + [f"t{i}" for i in range(3, 13)]
 
 
@@ -39,37 +37,11 @@ def _seed():
     yield
 
 
-def _sentences(count: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(WORDS, rng.integers(2, 8))) for _ in range(count)]
-
-
-def _write(path, lines: list[str]) -> str:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return str(path)
-
-
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A text2text run (SentencePiece) trained briefly to reverse word order, and its export."""
+def trained(reverse_words, tmp_path_factory):
+    """The reverse-words run (tests/serve/conftest.py) and its export."""
+    run = reverse_words.restore()
     root = tmp_path_factory.mktemp("ct2")
-    sources = _sentences(1200, seed=1)
-    targets = [" ".join(s.split()[::-1]) for s in sources]
-    files = {}
-    for split, part in (("train", slice(0, 1100)), ("dev", slice(1100, 1200))):
-        files[f"{split}_src"] = _write(root / f"{split}.src", sources[part])
-        files[f"{split}_tgt"] = _write(root / f"{split}.tgt", targets[part])
-    data_dir, output_dir = str(root / "data"), str(root / "run")
-    problem = get_problem("text2text")
-    problem.generate_data(data_dir, vocab_size=60, **files)
-    hparams = get_hparams(
-        "transformer_tiny",
-        "num_encoder_layers=2,num_decoder_layers=2,d_model=32,d_ff=64,num_heads=4,"
-        f"max_positions={MAX_POSITIONS},batch_size=1024,learning_rate=0.5,warmup_steps=50",
-    )
-    config = TrainConfig(output_dir, data_dir, train_steps=250, eval_every=250, save_every=250)
-    train(problem, config, hparams, "transformer_tiny")
-    run = Run.restore(output_dir, search={"beam_size": 4, "alpha": 0.0, "extra_length": EXTRA})
     start = time.monotonic()
     path, info = ct2.export_run(run, str(root / "ct2"))
     return {"run": run, "path": path, "info": info, "seconds": time.monotonic() - start}
@@ -178,7 +150,11 @@ def test_folder_holds_vocabulary_and_a_readme_that_runs(trained):
     assert config["add_source_eos"] is True and config["layer_norm_epsilon"] == 1e-6
     assert info["quantization"] == "float32" and info["checkpoint"].endswith("ckpt-250")
     with open(os.path.join(path, "README.md")) as f:
-        (code,) = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        readme = f.read()
+    # the run and checkpoint by name: the README travels without this machine
+    assert readme.startswith("# CTranslate2 model of the run run\n\nCheckpoint ckpt-250 (")
+    assert "/tmp" not in readme
+    (code,) = re.findall(r"```python\n(.*?)```", readme, re.S)
     code = code.replace('folder = "."', f"folder = {path!r}")
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, timeout=120
