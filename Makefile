@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-slow lint demo demo-student demo-parse install clean bench bench-envs docs-outputs docs
+.PHONY: test test-slow lint demo demo-student demo-parse install clean bench bench-envs docs-outputs docs argos-check
 
 install: $(STAMP)
 
@@ -84,3 +84,14 @@ bench-envs: $(STAMP) $(PEER_STAMPS)
 
 bench: bench-envs
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) bench/run_bench.py --output=bench/RESULTS.md
+
+# t2t-export --format=argos checked with argostranslate itself (docs/serving.md), which pulls
+# stanza and torch: its own virtual environment, .bench/argos. ARGOS_ARGS="--output_dir=RUN ..."
+# names the run (scripts/argos_check.py --help).
+$(BENCH_DIR)/argos/.installed: scripts/argos_requirements.txt
+	test -x $(BENCH_DIR)/argos/bin/python || $(PYTHON) -m venv $(BENCH_DIR)/argos
+	$(BENCH_DIR)/argos/bin/python -m pip install -q -r $<
+	touch $@
+
+argos-check: $(STAMP) $(BENCH_DIR)/argos/.installed
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) scripts/argos_check.py $(ARGOS_ARGS)

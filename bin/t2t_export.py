@@ -8,8 +8,10 @@ Restores the run as t2t-decode does and searches as it does (the problem's decod
 and postprocessing included), so the export answers what t2t-decode writes. Writes
 export_dir/<version>/ (by default one more than the largest version there); the folder appears
 whole or not at all. Inspect it with `python -m t2t_lite.bin.saved_model_cli show --all --dir ...`.
---format=ctranslate2 writes a CTranslate2 model folder there instead (docs/serving.md), and
---format=litert a LiteRT model of greedy search, ids in, ids out (docs/deploy.md).
+--format=ctranslate2 writes a CTranslate2 model folder there instead (docs/serving.md),
+--format=argos an Argos Translate package (.argosmodel, for argostranslate and LibreTranslate;
+docs/serving.md), and --format=litert a LiteRT model of greedy search, ids in, ids out
+(docs/deploy.md).
 An adapter run (t2t-train --lora_rank) exports as base + adapter; --merge_lora folds the adapter
 into the base weights first, a plain model that --quantize=int8 can quantize.
 """
@@ -17,6 +19,7 @@ into the base weights first, a plain model that --quantize=int8 can quantize.
 from __future__ import annotations
 
 import json
+import re
 
 from absl import flags
 
@@ -40,9 +43,16 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_integer("nbest", None, "Hypotheses of the nbest signature; default: beam.")
 flags.DEFINE_enum(
-    "format", "saved_model", ["saved_model", "ctranslate2", "litert"], "What to write."
+    "format", "saved_model", ["saved_model", "ctranslate2", "argos", "litert"], "What to write."
 )
-flags.DEFINE_string("ct2_quantization", "float32", "CTranslate2's weights: int8, int16, ...")
+flags.DEFINE_string(
+    "ct2_quantization", "float32", "CTranslate2's weights (also argos'): int8, int16, ..."
+)
+flags.DEFINE_string(
+    "argos_languages",
+    None,
+    "FROM,TO: --format=argos' language pair (ISO 639 codes, e.g. en,de); default: the problem's.",
+)
 flags.DEFINE_enum(
     "litert_quantization", "none", ["none", "int8"], "LiteRT's weights: int8 by its converter."
 )
@@ -66,7 +76,11 @@ flags.DEFINE_string("license", "other", "The model card's license (a Hugging Fac
 flags.DEFINE_string("model_name", None, "The model card's title; default: the run folder's name.")
 
 
-CONVERTER_QUANTIZATION = {"ctranslate2": "--ct2_quantization", "litert": "--litert_quantization"}
+CONVERTER_QUANTIZATION = {
+    "ctranslate2": "--ct2_quantization",
+    "argos": "--ct2_quantization",
+    "litert": "--litert_quantization",
+}
 
 
 def main() -> None:
@@ -75,13 +89,16 @@ def main() -> None:
             f"--quantize={FLAGS.quantize}: --format={FLAGS.format} quantizes in its own "
             f"converter; pass {CONVERTER_QUANTIZATION[FLAGS.format]} instead"
         )
-    if FLAGS.format == "ctranslate2":  # before the run is restored: a quick, clear error
-        import_extra("ctranslate2", "ctranslate2", "ctranslate2", "t2t-export --format=ctranslate2")
+    if FLAGS.format in ("ctranslate2", "argos"):  # before the run is restored: a quick error
+        import_extra(
+            "ctranslate2", "ctranslate2", "ctranslate2", f"t2t-export --format={FLAGS.format}"
+        )
+    languages = argos_languages()
     if FLAGS.format == "litert":
         import_extra("ai_edge_litert", "ai-edge-litert", "litert", "t2t-export --format=litert")
         if FLAGS.beam_size not in (None, 1) or FLAGS.nbest not in (None, 1):
             raise ValueError("--format=litert searches greedily: leave out --beam_size and --nbest")
-    if FLAGS.shortlist and FLAGS.format == "litert":
+    if FLAGS.shortlist and FLAGS.format in ("litert", "argos"):
         raise ValueError(f"--shortlist: --format={FLAGS.format} searches the whole vocabulary")
     from t2t_lite.serve import versions
 
@@ -92,11 +109,19 @@ def main() -> None:
 
     run = run_flags.restore_run(
         search={"max_input_length": FLAGS.max_input_length},
-        # CTranslate2 and LiteRT: one model
-        merge_lora=FLAGS.merge_lora or FLAGS.format in ("ctranslate2", "litert"),
+        # CTranslate2 (argos too) and LiteRT: one model
+        merge_lora=FLAGS.merge_lora or FLAGS.format in ("ctranslate2", "argos", "litert"),
     )
-    card = model_card(run, pairs)
-    if FLAGS.format == "ctranslate2":
+    if FLAGS.format == "argos":  # before the model card translates the test sets
+        from t2t_lite.serve import argos_export
+
+        languages = argos_export.checked_pair(run, languages)
+    card = model_card(run, pairs, languages)
+    if FLAGS.format == "argos":
+        path, info = argos_export.export_run(
+            run, FLAGS.export_dir, FLAGS.version, FLAGS.ct2_quantization, card, languages
+        )
+    elif FLAGS.format == "ctranslate2":
         from t2t_lite.serve import ctranslate2_export as ct2
 
         path, info = ct2.export_run(
@@ -134,10 +159,25 @@ def score_pairs() -> list[tuple[str, str]]:
     return pairs
 
 
-def model_card(run, pairs: list[tuple[str, str]]):
+def argos_languages() -> tuple[str, str] | None:
+    """--argos_languages' pair, checked before TensorFlow loads (None: the problem's)."""
+    if FLAGS.argos_languages is None:
+        return None
+    if FLAGS.format != "argos":
+        raise ValueError("--argos_languages: only --format=argos writes a language pair")
+    pair = tuple(FLAGS.argos_languages.split(","))
+    if len(pair) != 2 or not all(re.fullmatch("[a-z]{2,3}", code) for code in pair):
+        raise ValueError(
+            f"--argos_languages={FLAGS.argos_languages}: give FROM,TO, two ISO 639 language "
+            "codes (e.g. en,de)"
+        )
+    return pair
+
+
+def model_card(run, pairs: list[tuple[str, str]], languages: tuple[str, str] | None = None):
     """card(info, usage) -> the README.md model card: --score's test sets (`pairs`) translated
     now as the export searches (greedy for LiteRT), the run folder's records, the flags'
-    license and name."""
+    license and name; `languages` (from, to) overrides the problem's."""
     import os
 
     from t2t_lite.decode.translator import Translator
@@ -151,14 +191,17 @@ def model_card(run, pairs: list[tuple[str, str]]):
         run.model, run.tokenizer, settings, postprocess=run.problem.postprocess,
         constraint=run.constraint, shortlist=run.shortlist,
     )  # fmt: skip
+
+    problem = tuple(getattr(run.problem, f"{side}_language", "") for side in ("source", "target"))
+    source_language, target_language = languages or problem
     how = f"t2t_lite, beam {settings.beam_size}, alpha {settings.alpha:g}"
     scored = cards.score_test_sets(pairs, translator.translate, how)
     facts = {
         "name": FLAGS.model_name or os.path.basename(os.path.abspath(run.output_dir)),
         "format": FLAGS.format,
         "license": FLAGS.license,
-        "source_language": getattr(run.problem, "source_language", ""),
-        "target_language": getattr(run.problem, "target_language", ""),
+        "source_language": source_language,
+        "target_language": target_language,
         "max_input_length": settings.input_limit(run.model.max_positions),
         "vocabulary": os.path.basename(run.tokenizer.path),
         "record": cards.run_record(run.output_dir, run.data_dir),

@@ -265,8 +265,8 @@ def usage(info: dict[str, Any]) -> str:
         else '" ".join(result.hypotheses[0])'
     )
     return (
-        f"# CTranslate2 model of {info['output_dir']}\n\n"
-        f"Checkpoint {info['checkpoint']} (problem {info['problem']}, hparams "
+        f"# CTranslate2 model of the run {os.path.basename(info['output_dir'])}\n\n"
+        f"Checkpoint {os.path.basename(info['checkpoint'])} (problem {info['problem']}, hparams "
         f"{info['hparams_set']}), weights {info['quantization']}. Converted by t2t-export "
         "--format=ctranslate2; docs/serving.md in t2t_lite tells how the searches compare.\n\n"
         "```python\nimport ctranslate2\nimport sentencepiece\n\n"

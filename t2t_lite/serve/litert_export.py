@@ -203,8 +203,8 @@ def usage(info: dict[str, Any]) -> str:
     """The README.md written beside a converted model: how to translate with it."""
     rows = info["batch_size"] or "rows"
     return (
-        f"# LiteRT model of {info['output_dir']}\n\n"
-        f"Checkpoint {info['checkpoint']} (problem {info['problem']}, hparams "
+        f"# LiteRT model of the run {os.path.basename(info['output_dir'])}\n\n"
+        f"Checkpoint {os.path.basename(info['checkpoint'])} (problem {info['problem']}, hparams "
         f"{info['hparams_set']}), greedy search, weights {info['quantization']}. Converted by "
         "t2t-export --format=litert (docs/deploy.md in t2t_lite).\n\n"
         f'{MODEL_FILE}: signature {SIGNATURE!r}, input "inputs" int32 '

@@ -147,8 +147,8 @@ def card(facts: dict[str, Any], scored: Sequence[Scored], usage: str) -> str:
         f"- problem: `{facts['problem']}`; examples per split: "
         + (", ".join(f"{k} {v:,}" for k, v in record["splits"].items() if v) or "not recorded"),
     ]
-    for path, sha in record["inputs"].items():
-        lines.append(f"- input `{path}`, SHA-256 `{sha}`")
+    for path, sha in record["inputs"].items():  # file names: a card travels without this machine
+        lines.append(f"- input `{os.path.basename(path)}`, SHA-256 `{sha}`")
     vocabulary = record["vocabulary"]
     if vocabulary:
         lines.append(
@@ -186,9 +186,18 @@ def card(facts: dict[str, Any], scored: Sequence[Scored], usage: str) -> str:
             f"{choice['metric']} {value:.4f} (greedy decoding of dev sentences for BLEU).",
         ]
     lines += ["", "## Use", "", usage.strip(), "", "## Limits", ""]
+    if facts["format"] == "argos":  # argostranslate splits sentences but passes no length limit
+        lines.append(
+            f"- a sentence longer than {facts['max_positions'] - 1} pieces is refused by "
+            "CTranslate2 (the model has no positions past it)"
+        )
+    else:
+        lines.append(
+            f"- inputs longer than {facts['max_input_length']} pieces (EOS included) are "
+            "truncated and flagged; split long text into sentences (t2t-decode "
+            "--input_format=document does)"
+        )
     lines += [
-        f"- inputs longer than {facts['max_input_length']} pieces (EOS included) are truncated "
-        "and flagged; split long text into sentences (t2t-decode --input_format=document does)",
         "- pieces the vocabulary lacks become its unknown piece; text in another script or "
         "language than the training data's is translated poorly",
         "- trained on one corpus: text of another domain scores lower than the table says",

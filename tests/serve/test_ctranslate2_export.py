@@ -150,7 +150,11 @@ def test_folder_holds_vocabulary_and_a_readme_that_runs(trained):
     assert config["add_source_eos"] is True and config["layer_norm_epsilon"] == 1e-6
     assert info["quantization"] == "float32" and info["checkpoint"].endswith(f"ckpt-{STEPS}")
     with open(os.path.join(path, "README.md")) as f:
-        (code,) = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        readme = f.read()
+    # the run and checkpoint by name: the README travels without this machine
+    assert readme.startswith(f"# CTranslate2 model of the run run\n\nCheckpoint ckpt-{STEPS} (")
+    assert "/tmp" not in readme
+    (code,) = re.findall(r"```python\n(.*?)```", readme, re.S)
     code = code.replace('folder = "."', f"folder = {path!r}")
     done = run_python("-c", code, timeout=120)
     assert done.stdout.startswith("['") and len(eval(done.stdout)) == 1  # noqa: S307

@@ -9,6 +9,7 @@ One export (a subprocess running t2t-export) is shared by the module; the other 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -171,6 +172,11 @@ def test_the_export_carries_a_model_card(run):
     assert row in body.splitlines()
     assert "- hparams set `transformer_tiny`, " in body and "1 training step," in body
     assert "inputs longer than 40 pieces" in body and "Translator.from_run" in body
+    # files by name only: the card is read on other machines
+    with open(run["dev"][0], "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    assert f"- input `dev.src`, SHA-256 `{sha}`" in body
+    assert str(run["root"]) not in text and "/tmp" not in text
 
 
 @pytest.fixture(scope="module")

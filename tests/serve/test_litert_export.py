@@ -141,7 +141,11 @@ def test_readme_and_runner_translate_without_tensorflow(trained):
     process that never imports TensorFlow."""
     path = trained["float"]
     with open(os.path.join(path, "README.md")) as f:
-        (code,) = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        readme = f.read()
+    # the run and checkpoint by name: the README travels without this machine
+    assert readme.startswith("# LiteRT model of the run run\n\nCheckpoint ckpt-200 (")
+    assert "/tmp" not in readme
+    (code,) = re.findall(r"```python\n(.*?)```", readme, re.S)
     assert 'LiteRTTranslator(".")' in code
     lines = sentences(6, seed=3) + [""]
     code = code.replace('LiteRTTranslator(".")', f"LiteRTTranslator({path!r})") + (
