@@ -23,6 +23,7 @@ from reverse_words import (
     GROUP,
     INPUT_LENGTH,
     LITERT_SEARCH,
+    STEPS,
     reversed_words,
     sentences,
 )
@@ -143,7 +144,7 @@ def test_readme_and_runner_translate_without_tensorflow(trained):
     with open(os.path.join(path, "README.md")) as f:
         readme = f.read()
     # the run and checkpoint by name: the README travels without this machine
-    assert readme.startswith("# LiteRT model of the run run\n\nCheckpoint ckpt-200 (")
+    assert readme.startswith(f"# LiteRT model of the run run\n\nCheckpoint ckpt-{STEPS} (")
     assert "/tmp" not in readme
     (code,) = re.findall(r"```python\n(.*?)```", readme, re.S)
     assert 'LiteRTTranslator(".")' in code
