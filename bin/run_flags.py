@@ -7,7 +7,7 @@
     --data_dir     the folder with the vocabulary; default: the one the run trained on
     --usr_dir      the Python file or package that registers the run's own problem
     the search flags (--beam_size, --alpha, --extra_length, --constrained, --sampling) and
-    --quantize, from `t2t_lite.decode.search_flags`
+    --quantize, from `t2t_lite.bin.search_flags`
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from absl import flags
 
-from t2t_lite.decode import search_flags
+from t2t_lite.bin import search_flags
 
 FLAGS = flags.FLAGS
 CHECKPOINT_HELP = (

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from absl import flags, logging
 
-from t2t_lite.bin import cli, run_flags
-from t2t_lite.decode import search_flags
+from t2t_lite.bin import cli, run_flags, search_flags
 from t2t_lite.decode.replicas import STRATEGIES, decode_strategy
 
 FLAGS = flags.FLAGS

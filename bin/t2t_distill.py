@@ -19,8 +19,7 @@ import json
 
 from absl import flags
 
-from t2t_lite.bin import cli, run_flags
-from t2t_lite.decode import search_flags
+from t2t_lite.bin import cli, run_flags, search_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("teacher", None, "The teacher's run folder (t2t-train's).", required=True)
@@ -52,7 +51,7 @@ flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bou
 
 
 def main() -> None:
-    from t2t_lite.decode.distill import DistillConfig, distill  # TensorFlow: not for --help
+    from t2t_lite.train.distill import DistillConfig, distill  # TensorFlow: not for --help
 
     run_flags.import_usr_dir()
     config = DistillConfig(

@@ -174,9 +174,9 @@ def add_truncated_newer_checkpoint(folder) -> str:
 
 
 def reverse_engine(**kwargs):
-    """A document `Engine` (t2t_lite.decode.document) whose translation of each sentence is
+    """A document `Engine` (t2t_lite.document.document) whose translation of each sentence is
     its words reversed and upper-cased, with the alignment that says so."""
-    from t2t_lite.decode.document import Engine
+    from t2t_lite.document.document import Engine
 
     def translate(sentences):
         found = []

@@ -117,7 +117,7 @@ class ExportedTranslator:
         guides)."""
         if GUIDED_SIGNATURE not in self.signatures and guides is None:
             return [(row[0], None) for row in self.search(lines)[0]]
-        from t2t_lite.decode.markup import read_pharaoh
+        from t2t_lite.document.markup import read_pharaoh
 
         found = self.guided(lines, guides)
         return [
@@ -130,8 +130,8 @@ class ExportedTranslator:
     def translate_document(self, text: str, language: str = "en", terminology=None) -> str:
         """As `Translator.translate_document`, with the export's search; `terminology` (a
         `t2t_lite.decode.guidance.Terminology`) through its guided signature."""
-        from t2t_lite.decode.document import Engine, translate_document
         from t2t_lite.decode.guidance import terminology_guides
+        from t2t_lite.document.document import Engine, translate_document
 
         engine = Engine(lambda lines: self.aligned(lines, terminology_guides(terminology, lines)))
         return translate_document(text, engine, language)

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from t2t_lite.data import iter_raw_lines
-from t2t_lite.decode.document import check
 from t2t_lite.decode.guidance import Terminology, read_guides
 from t2t_lite.decode.replicas import decode_strategy
 from t2t_lite.decode.translator import Hypothesis, Translator
+from t2t_lite.document.document import check
 from t2t_lite.hparams.search_settings import parse_sampling
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io

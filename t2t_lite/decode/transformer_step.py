@@ -1,7 +1,7 @@
 """The Transformer wired to the searches: its step function, and translate, sample and score.
 
 `model_step_fn` turns a `t2t_lite.model.Transformer` into the `step_fn` that every search in
-`t2t_lite.decode.search` drives, with the incremental cache (fast path) or by recomputing the
+`t2t_lite.search.beam` drives, with the incremental cache (fast path) or by recomputing the
 whole prefix at every step (the slow path it is tested against).
 """
 
@@ -16,14 +16,14 @@ import keras
 import tensorflow as tf
 
 from t2t_lite.data.shortlist import Shortlist
-from t2t_lite.decode.compaction import compacting_beam_search
-from t2t_lite.decode.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
-from t2t_lite.decode.sampling import sample_search
-from t2t_lite.decode.search import SearchResult, StepFn, beam_search, write_column
-from t2t_lite.decode.terminology import TermBanks, TermConstraint
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.ensemble import members
 from t2t_lite.model.layers.masks import padding_mask
+from t2t_lite.search.beam import SearchResult, StepFn, beam_search, write_column
+from t2t_lite.search.compaction import compacting_beam_search
+from t2t_lite.search.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
+from t2t_lite.search.sampling import sample_search
+from t2t_lite.search.terminology import TermBanks, TermConstraint
 
 
 def model_step_fn(
@@ -177,7 +177,7 @@ def translate_ids(
     search compiles with XLA (`tf.function(jit_compile=True)`): a fixed-length cache, and
     state of source width + `extra_length` positions. It finds the same hypotheses.
     `prefix` [batch, P] forces each output's first tokens (`PrefixConstraint`); `terms` [batch,
-    C, T] are target phrases each output must contain (`t2t_lite.decode.terminology`), none
+    C, T] are target phrases each output must contain (`t2t_lite.search.terminology`), none
     of `continuations` ([vocab] bool) right after one. `shortlist`: each batch searched over
     the target ids of its `Shortlist.columns` (not with a constraint, prefix or terms).
 

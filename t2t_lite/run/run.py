@@ -219,7 +219,7 @@ class Run:
 
     @functools.cached_property
     def constraint(self) -> Any:
-        """The problem's decoding constraint (a `t2t_lite.decode.constraint.Constraint`), or None
+        """The problem's decoding constraint (a `t2t_lite.search.constraint.Constraint`), or None
         when the search is unconstrained."""
         if not self.search.constrained:
             return None

@@ -1,7 +1,7 @@
 """Export for TF Serving: a SavedModel that turns raw strings into translations in one graph.
 
 The exported graph tokenizes with tensorflow-text, runs the batched cached beam search of
-`t2t_lite.decode.search` in a `tf.while_loop`, and detokenizes, so a client sends text and gets
+`t2t_lite.search.beam` in a `tf.while_loop`, and detokenizes, so a client sends text and gets
 text back. The signatures:
 
   serving_default  inputs: string [batch] --> outputs: string [batch],
@@ -50,7 +50,6 @@ from t2t_lite.data import Tokenizer, trim_ids
 from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.confidence import Calibration
-from t2t_lite.decode.constraint import Constraint
 from t2t_lite.decode.exported import (  # the names its readers share
     ATTENTION_SIGNATURE,
     EXPORT_INFO,
@@ -62,6 +61,7 @@ from t2t_lite.decode.exported import (  # the names its readers share
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import logs
+from t2t_lite.search.constraint import Constraint
 from t2t_lite.serve.attention_graph import graph_token_labels, stack_attention
 from t2t_lite.serve.facts import run_facts
 from t2t_lite.serve.guided_graph import GuidedSignature

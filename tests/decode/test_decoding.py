@@ -23,7 +23,9 @@ from decoding_helpers import (
     tiny_model,
 )
 
-from t2t_lite.decode import sampling, search, transformer_step
+from t2t_lite.decode import transformer_step
+from t2t_lite.search import beam as search
+from t2t_lite.search import sampling
 
 
 def test_length_penalty_is_gnmt():

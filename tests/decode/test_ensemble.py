@@ -17,12 +17,13 @@ from decoding_helpers import (
     tiny_model,
 )
 
-from t2t_lite.decode import search, transformer_step
+from t2t_lite.decode import transformer_step
 from t2t_lite.decode.runner import DecodeConfig, run_decode
 from t2t_lite.model.ensemble import Ensemble, normalized_weights
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run import Run, member_location
 from t2t_lite.run.run_info import RunInfo
+from t2t_lite.search import beam as search
 
 
 def _mixture_log_probs(models, weights, inputs, targets) -> np.ndarray:

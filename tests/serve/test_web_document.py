@@ -12,8 +12,8 @@ import serve_helpers
 from fastapi.testclient import TestClient
 
 from t2t_lite.decode.guidance import Terminology
-from t2t_lite.decode.markup import MAX_NESTING
 from t2t_lite.decode.translator import Translator
+from t2t_lite.document.markup import MAX_NESTING
 from t2t_lite.run.run import Run
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app

@@ -19,9 +19,9 @@ from typing import Any
 import tensorflow as tf
 
 from t2t_lite.decode.confidence import Calibration
-from t2t_lite.decode.document import Engine, translator_engine
 from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
+from t2t_lite.document.document import Engine, translator_engine
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.run.run import Run
 from t2t_lite.serve.facts import run_facts

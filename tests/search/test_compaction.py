@@ -7,7 +7,9 @@ import tensorflow as tf
 from decoding_helpers import random_inputs, scripted_step_fn, tiny_model
 from onednn import onednn_on
 
-from t2t_lite.decode import compaction, search, transformer_step
+from t2t_lite.decode import transformer_step
+from t2t_lite.search import beam as search
+from t2t_lite.search import compaction
 
 ONEDNN = onednn_on()
 

@@ -1,4 +1,4 @@
-"""Whole documents (`t2t_lite.decode.document`, `sentences`): the layout read and written back,
+"""Whole documents (`t2t_lite.document.document`, `sentences`): the layout read and written back,
 sentences split by sentencex, too-long sentences split at clauses, the progress events, and the
 same through a Translator and t2t-decode --input_format=document, held to translating each
 sentence on its own."""
@@ -14,12 +14,12 @@ import re
 import pytest
 from decoding_helpers import reverse_engine, write_tiny_run
 
-from t2t_lite.decode import inline_marks
-from t2t_lite.decode.document import Unit, parse, translate_document, translate_events
-from t2t_lite.decode.markup import MAX_NESTING, mask
 from t2t_lite.decode.runner import DecodeConfig, run_decode
-from t2t_lite.decode.sentences import Sentence, fit_sentences, split_sentences
 from t2t_lite.decode.translator import Translator
+from t2t_lite.document import inline_marks
+from t2t_lite.document.document import Unit, parse, translate_document, translate_events
+from t2t_lite.document.markup import MAX_NESTING, mask
+from t2t_lite.document.sentences import Sentence, fit_sentences, split_sentences
 
 DOCUMENT = """# The <b>title</b>
 

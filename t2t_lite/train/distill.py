@@ -43,13 +43,13 @@ from t2t_lite.data import VOCAB_FILES, shard_check
 from t2t_lite.data.pipeline import parse_examples
 from t2t_lite.data.shards import serialize_example, summarize
 from t2t_lite.decode.batches import token_batches
-from t2t_lite.decode.distill_progress import DistillProgress
 from t2t_lite.decode.translator import Translator
 from t2t_lite.problems.base import METADATA, read_metadata
 from t2t_lite.run.run import Run
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime import atomic_io
 from t2t_lite.runtime.threads import map_batches, split_cpus
+from t2t_lite.train.distill_progress import DistillProgress
 from t2t_lite.vocabulary import EOS_ID
 
 STATE = "distill.json"  # written first: the folder is t2t-distill's, made from this data_dir

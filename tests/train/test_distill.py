@@ -1,4 +1,4 @@
-"""t2t-distill (t2t_lite.decode.distill) on a tiny copy problem of three training shards and a
+"""t2t-distill (t2t_lite.train.distill) on a tiny copy problem of three training shards and a
 random teacher: N examples in give N out in the same order, the targets are what `Translator`
 gives for the same source lines (the slow path), a rerun rewrites only a missing shard, the
 student's data reads as a data_dir, and each refusal comes before anything is written."""
@@ -21,9 +21,6 @@ import tensorflow as tf
 from decoding_helpers import model_hparams, tiny_model
 
 from t2t_lite.data import load_tokenizer, shard_check
-from t2t_lite.decode import distill as distilling
-from t2t_lite.decode.distill import DistillConfig, distill
-from t2t_lite.decode.distill_progress import DistillProgress
 from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import datagen_options, get_problem, read_metadata
@@ -32,6 +29,9 @@ from t2t_lite.problems.registry import register_problem
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
+from t2t_lite.train import distill as distilling
+from t2t_lite.train.distill import DistillConfig, distill
+from t2t_lite.train.distill_progress import DistillProgress
 
 PROBLEM = "distill_test_copy"
 SHARDS = ["train-00000.tfrecord", "train-00001.tfrecord", "train-00002.tfrecord"]

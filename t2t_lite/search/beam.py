@@ -1,5 +1,5 @@
 """Search over a step function: beam search with the GNMT length penalty, and what every search
-shares (greedy and sampling are in `t2t_lite.decode.sampling`).
+shares (greedy and sampling are in `t2t_lite.search.sampling`).
 
 Every search here is model-agnostic. It drives a step function
 
@@ -347,7 +347,7 @@ def beam_search(
       pad_id: an id never generated (padding); None allows all.
       nbest: how many finished hypotheses to return, 1 <= nbest <= beam_size.
       buffer_length: see `loop_length`.
-      banks: None, or a `t2t_lite.decode.terminology.TermBanks`: terminology constraints'
+      banks: None, or a `t2t_lite.search.terminology.TermBanks`: terminology constraints'
         candidates and their allocation of the beam (dynamic beam allocation).
 
     Returns:

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from t2t_lite.decode.search import (
+from t2t_lite.search.beam import (
     SearchResult,
     _beam_step,
     _Beams,

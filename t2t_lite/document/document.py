@@ -12,7 +12,7 @@ code, table pipes, lines of markup only) and `Unit`s to translate:
 
 Each unit's inline markup (tags and Markdown's bold, italics, links and code spans; nested at most
 `markup.MAX_NESTING` deep, else a ValueError naming the line) and placeholders are masked
-(`t2t_lite.decode.markup`), its plain text split into sentences (`t2t_lite.decode.sentences`),
+(`t2t_lite.document.markup`), its plain text split into sentences (`t2t_lite.document.sentences`),
 the sentences of the whole document translated in batches, and the markup put back by the
 sentences' word alignments.
 `translate_events` yields the progress as it goes (the sentences of each batch, each finished
@@ -26,9 +26,9 @@ import re
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
 
-from t2t_lite.decode import markup
-from t2t_lite.decode.markup import read_pharaoh
-from t2t_lite.decode.sentences import Sentence, fit_sentences, split_sentences
+from t2t_lite.document import markup
+from t2t_lite.document.markup import read_pharaoh
+from t2t_lite.document.sentences import Sentence, fit_sentences, split_sentences
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _MARKER = re.compile(r"^(\s*(?:#{1,6}\s+|[-*+]\s+|\d{1,9}[.)]\s+|>\s?)+)(?=\S)")
