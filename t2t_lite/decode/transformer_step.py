@@ -20,7 +20,6 @@ from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.ensemble import members
 from t2t_lite.model.layers.masks import padding_mask
 from t2t_lite.search.beam import SearchResult, StepFn, beam_search, write_column
-from t2t_lite.search.compaction import compacting_beam_search
 from t2t_lite.search.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
 from t2t_lite.search.sampling import sample_search
 from t2t_lite.search.terminology import TermBanks, TermConstraint
@@ -79,7 +78,7 @@ def sentence_step_fn(
     (step_fn(ids, index, cache, state), the initial cache, the state of `inputs`' sentences).
     The state is the encoder's keys and values and the padding mask (`project_memory`), one
     copy per sentence, leading dimension batch, never tiled to the beams nor reordered with
-    them; `compaction.compacting_beam_search` gathers it as sentences leave the batch."""
+    them; `beam_search(compact=True)` gathers it as sentences leave the batch."""
     to_vocab = (lambda ids: ids) if columns is None else (lambda ids: tf.gather(columns, ids))
     memory, memory_mask = model.encode(inputs)
     state = model.project_memory(memory, memory_mask)
@@ -189,26 +188,26 @@ def translate_ids(
     step_length = tf.reduce_max(max_lengths) if buffer is None else buffer
     constraint, banks = guided(constraint, prefix, terms, continuations)
     columns = _columns(shortlist, inputs, constraint)
-    batch = tf.shape(inputs)[0]
-    if compact and use_cache and not fixed_shapes and constraint is None and banks is None:
+    compact = compact and use_cache and not fixed_shapes and constraint is None and banks is None
+    if compact:  # the encoder's state per sentence, gathered as sentences leave the batch
         step_fn, cache, state = sentence_step_fn(model, inputs, step_length, columns=columns)
-        found = compacting_beam_search(
-            step_fn, cache, state, batch, beam_size, alpha, max_lengths, nbest=nbest
-        )
-        return _to_vocabulary(found, columns)
-    step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes, columns)
+    else:
+        step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes, columns)
+        state = None
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
     found = beam_search(
         step_fn,
         cache,
-        batch,
+        tf.shape(inputs)[0],
         beam_size,
         alpha,
         max_lengths,
         nbest=nbest,
         buffer_length=buffer,
         banks=banks,
+        sentence_state=state,
+        compact=compact,
     )
     return _to_vocabulary(found, columns)
 
