@@ -169,7 +169,8 @@ class Translator:
         the source's, for sentence splitting (default: the problem's source language);
         `terminology`: a term table whose target terms each sentence's translation must
         contain where the sentence has the source term."""
-        from t2t_lite.document.document import translate_document, translator_engine
+        from t2t_lite.decode.document_engine import translator_engine
+        from t2t_lite.document.document import translate_document
 
         engine = translator_engine(self, terminology)
         return translate_document(text, engine, language or self.source_language)

@@ -59,6 +59,7 @@ from t2t_lite.decode.exported import (  # the names its readers share
     SAMPLE_SIGNATURE,
 )
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import logs
 from t2t_lite.search.constraint import Constraint
@@ -109,7 +110,7 @@ class ServingFunctions:
         nbest signature returns `nbest` hypotheses (default: the beam size).
 
         Raises ValueError naming the problem when its decoding cannot be put in a graph."""
-        if hasattr(run.model, "models"):  # an Ensemble (t2t_lite.model.ensemble)
+        if isinstance(run.model, Ensemble):
             raise ValueError(
                 "--checkpoint names several checkpoints, an ensemble, which only t2t-decode "
                 "searches; export one (t2t-avg-checkpoints averages several into one)"
@@ -303,7 +304,7 @@ def signatures(functions: ServingFunctions) -> dict[str, tuple[Any, list[tf.Tens
             [tf.TensorSpec([None, None], tf.int32, name="input_ids")],
         ),
     }
-    if hasattr(functions.model, "attention_maps"):  # a Transformer, not an ensemble
+    if not isinstance(functions.model, Ensemble):  # an ensemble has no attention maps
         found[ATTENTION_SIGNATURE] = (functions.attention, text)
         guided = GuidedSignature(functions, functions.calibration)
         found[GUIDED_SIGNATURE] = (guided, guided.input_signature())
