@@ -1,19 +1,16 @@
 """The search flags that t2t-decode, t2t-export, t2t-serve and t2t-visualize share, and
 --quantize.
 
-Each flag is a `SearchSettings` field; left unset, it takes the problem's `decode_defaults` in
-`Run.restore`. Defining them once keeps the three commands' names, bounds and help alike.
+Each flag is a `SearchSettings` field, read into a `RunFlags` (`run_flags.from_flags`); left
+unset, it takes the problem's `decode_defaults`. Defining them once keeps the commands' names,
+bounds and help alike.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from absl import flags
 
-from t2t_lite.hparams.search_settings import QUANTIZE_MODES, parse_sampling, parse_shortlist
-
-SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained")
+from t2t_lite.hparams.search_settings import QUANTIZE_MODES
 
 
 def define_search_flags() -> None:
@@ -48,16 +45,6 @@ def define_search_flags() -> None:
         "tokens and the best translations of its source tokens (a table built once from the "
         "training data) instead of the whole vocabulary; faster output layer (docs/decoding.md).",
     )
-
-
-def search_overrides(values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
-    """The search flags' values, None where unset, for `Run.restore(search=...)`."""
-    overrides = {name: values[name].value for name in SEARCH_FLAGS}
-    if values["sampling"].value is not None:
-        overrides.update(parse_sampling(values["sampling"].value))
-    if values["shortlist"].value is not None:
-        overrides["shortlist"] = parse_shortlist(values["shortlist"].value)
-    return overrides
 
 
 def define_quantize_flag() -> None:

@@ -53,14 +53,9 @@ flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bou
 def main() -> None:
     from t2t_lite.train.distill import DistillConfig, distill  # TensorFlow: not for --help
 
-    run_flags.import_usr_dir()
     config = DistillConfig(
-        teacher=FLAGS.teacher,
-        data_dir=FLAGS.data_dir,
+        teacher=run_flags.from_flags(output_dir=FLAGS.teacher),
         output_data_dir=FLAGS.output_data_dir,
-        checkpoint=FLAGS.checkpoint,
-        search=search_flags.search_overrides(),
-        quantize=FLAGS.quantize,
         batch_tokens=FLAGS.batch_tokens,
         inter_threads=FLAGS.inter_threads,
     )
