@@ -26,10 +26,11 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from t2t_lite.decode import search, transformer_step
+from t2t_lite.decode import transformer_step
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model import quantize
 from t2t_lite.model.transformer import Transformer
+from t2t_lite.search import beam as search
 from t2t_lite.vocabulary import EOS_ID
 
 FLAGS = flags.FLAGS

@@ -29,10 +29,12 @@ from op_profile import table as op_table
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "peers"))
 import protocol as P  # noqa: E402  (bench/peers/protocol.py: the one benchmark configuration)
 
-from t2t_lite.decode import sampling, search, transformer_step  # noqa: E402
+from t2t_lite.decode import transformer_step  # noqa: E402
 from t2t_lite.hparams import get_hparams  # noqa: E402
 from t2t_lite.model import quantize  # noqa: E402
 from t2t_lite.model.transformer import Transformer  # noqa: E402
+from t2t_lite.search import beam as search
+from t2t_lite.search import sampling
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("dtypes", ["float32", "int8"], "float32, bfloat16 or int8 (int8 weights).")

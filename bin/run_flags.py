@@ -1,22 +1,25 @@
 """The flags that locate a training run, defined once for every command that restores one
-(t2t-decode, t2t-export, t2t-serve, t2t-visualize), and the one function that restores it.
+(t2t-decode, t2t-export, t2t-serve, t2t-visualize, t2t-calibrate; t2t-distill's teacher), read
+into a `RunFlags` (`t2t_lite.run.run_flags`), whose `restore` is the one way to the run.
 
     --output_dir   the run (required unless the command says otherwise)
     --checkpoint   a checkpoint path or folder, or several for an ensemble; default: the newest
                    readable of output_dir/final, averaged/ and checkpoints/
     --data_dir     the folder with the vocabulary; default: the one the run trained on
     --usr_dir      the Python file or package that registers the run's own problem
-    the search flags (--beam_size, --alpha, --extra_length, --constrained, --sampling) and
-    --quantize, from `t2t_lite.decode.search_flags`
+    the search flags (--beam_size, --alpha, --extra_length, --constrained, --sampling,
+    --shortlist) and --quantize, from `t2t_lite.bin.search_flags`
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from absl import flags
 
-from t2t_lite.decode import search_flags
+from t2t_lite.bin import search_flags
+from t2t_lite.run.run_flags import RunFlags
 
 FLAGS = flags.FLAGS
 CHECKPOINT_HELP = (
@@ -52,6 +55,22 @@ def define_run_flags(output_dir_required: bool = True, ensembles: bool = False) 
     search_flags.define_quantize_flag()
 
 
+# The command-line flags that are not `RunFlags` everywhere: t2t-export's --nbest is its
+# signature's, not a search setting (t2t-decode passes its own).
+_NOT_RUN_FLAGS = ("nbest",)
+
+
+def from_flags(**given: Any) -> RunFlags:
+    """The `RunFlags` of the flags this command defines (the others keep their defaults),
+    `given` on top (t2t-distill's --teacher as output_dir, t2t-decode's --nbest)."""
+    values = {
+        field.name: FLAGS[field.name].value
+        for field in dataclasses.fields(RunFlags)
+        if field.name in FLAGS and field.name not in _NOT_RUN_FLAGS
+    }
+    return RunFlags(**{**values, **given})
+
+
 def check_run_flags(nbest: int | None = None) -> None:
     """Refuses, before TensorFlow loads, what needs no model: an --output_dir without the run's
     hparams.json, a malformed --sampling or --shortlist, sampling values out of range, --nbest
@@ -62,7 +81,7 @@ def check_run_flags(nbest: int | None = None) -> None:
 
     if FLAGS.output_dir:
         RunInfo.load(FLAGS.output_dir)
-    given = {k: v for k, v in search_flags.search_overrides().items() if v is not None}
+    given = {k: v for k, v in from_flags().search_overrides().items() if v is not None}
     nbest = nbest or 1
     # Unset values stay neutral here (a beam of nbest, no constraint) so that only the given
     # ones can be refused; the problem's defaults may differ.
@@ -71,33 +90,7 @@ def check_run_flags(nbest: int | None = None) -> None:
     SearchSettings().override(**given).check()
 
 
-def import_usr_dir() -> None:
-    """Imports --usr_dir when given (its problems register themselves)."""
-    if FLAGS.usr_dir:
-        from t2t_lite.problems import import_usr_dir as import_it
-
-        import_it(FLAGS.usr_dir)
-
-
 def restore_run(search: dict[str, Any] | None = None, **options: Any):
-    """`Run.restore` of the run the flags locate: --usr_dir imported first, the search flags'
-    values (with `search` on top) and --quantize applied; `options` go to `Run.restore`."""
-    from t2t_lite.run.run import Run
-
-    import_usr_dir()
-    overrides = {**search_flags.search_overrides(), **(search or {})}
-    run = Run.restore(
-        FLAGS.output_dir,
-        FLAGS.checkpoint,
-        FLAGS.data_dir,
-        search=overrides,
-        quantize=FLAGS.quantize,
-        **options,
-    )
-    wanted = FLAGS["problem"].value if "problem" in FLAGS else None
-    if wanted and wanted != run.problem.name:
-        raise ValueError(
-            f"--problem={wanted}, but the run in {FLAGS.output_dir} was trained on "
-            f"{run.problem.name}"
-        )
-    return run
+    """`RunFlags.restore` of this command's flags: `search` settings on top of the search
+    flags', `options` to `Run.restore`."""
+    return from_flags().restore(search, **options)

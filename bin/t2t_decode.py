@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from absl import flags, logging
 
-from t2t_lite.bin import cli, run_flags
-from t2t_lite.decode import search_flags
-from t2t_lite.decode.replicas import STRATEGIES, decode_strategy
+from t2t_lite.bin import cli, run_flags, search_flags
+from t2t_lite.decode.replicas import STRATEGIES
 
 FLAGS = flags.FLAGS
 run_flags.define_run_flags(ensembles=True)
@@ -52,22 +51,9 @@ def main() -> None:
     )
     from t2t_lite.decode.runner import DecodeConfig, run_decode  # TensorFlow: not for --help
 
-    config = DecodeConfig(
-        **{
-            name: FLAGS[name].value
-            for name in DecodeConfig.__dataclass_fields__
-            if name in FLAGS  # every field is a flag of the same name
-        }
-    )
-
-    def restore():  # after run_decode has set TensorFlow's threads (--inter_threads)
-        return run_flags.restore_run(
-            search={"nbest": FLAGS.nbest},
-            ensemble_weights=FLAGS.ensemble_weights,
-            strategy=decode_strategy(FLAGS.strategy),
-        )
-
-    written = run_decode(config, restore)
+    # Every field is a flag of the same name.
+    config = DecodeConfig(**{name: FLAGS[name].value for name in DecodeConfig.__dataclass_fields__})
+    written = run_decode(config, run_flags.from_flags(nbest=FLAGS.nbest))
     if config.decode_to_file:
         logging.info("wrote %d lines to %s", written, config.decode_to_file)
 

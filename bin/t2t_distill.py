@@ -19,8 +19,7 @@ import json
 
 from absl import flags
 
-from t2t_lite.bin import cli, run_flags
-from t2t_lite.decode import search_flags
+from t2t_lite.bin import cli, run_flags, search_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("teacher", None, "The teacher's run folder (t2t-train's).", required=True)
@@ -52,16 +51,11 @@ flags.DEFINE_integer("batch_tokens", 4096, "Source tokens per batch.", lower_bou
 
 
 def main() -> None:
-    from t2t_lite.decode.distill import DistillConfig, distill  # TensorFlow: not for --help
+    from t2t_lite.train.distill import DistillConfig, distill  # TensorFlow: not for --help
 
-    run_flags.import_usr_dir()
     config = DistillConfig(
-        teacher=FLAGS.teacher,
-        data_dir=FLAGS.data_dir,
+        teacher=run_flags.from_flags(output_dir=FLAGS.teacher),
         output_data_dir=FLAGS.output_data_dir,
-        checkpoint=FLAGS.checkpoint,
-        search=search_flags.search_overrides(),
-        quantize=FLAGS.quantize,
         batch_tokens=FLAGS.batch_tokens,
         inter_threads=FLAGS.inter_threads,
     )

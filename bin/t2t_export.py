@@ -23,8 +23,7 @@ import re
 
 from absl import flags
 
-from t2t_lite.bin import cli, run_flags
-from t2t_lite.decode import search_flags
+from t2t_lite.bin import cli, run_flags, search_flags
 from t2t_lite.extras import import_extra
 
 FLAGS = flags.FLAGS

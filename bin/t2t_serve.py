@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from t2t_lite.bin import cli, run_flags
-from t2t_lite.decode import search_flags
+from t2t_lite.bin import cli, run_flags, search_flags
 from t2t_lite.extras import import_extra
 
 FLAGS = flags.FLAGS
@@ -71,7 +70,6 @@ def main() -> None:
     from t2t_lite.serve.web import server  # after flag parsing: --help stays fast
 
     sock = server.listen(FLAGS.host, FLAGS.port)  # a port in use fails before the model loads
-    run_flags.import_usr_dir()
     limits = server.Limits(
         max_sentences=FLAGS.max_sentences,
         max_characters=FLAGS.max_characters,
@@ -79,12 +77,8 @@ def main() -> None:
         max_constraints=FLAGS.max_constraints,
     )
     backend = server.load_backend(
-        FLAGS.output_dir,
+        run_flags.from_flags(),
         FLAGS.export_dir,
-        FLAGS.checkpoint,
-        FLAGS.data_dir,
-        search=search_flags.search_overrides(),
-        quantize=FLAGS.quantize,
         jit_compile=FLAGS.jit_compile,
         model_name=FLAGS.model_name,
         adapters=server.parse_adapters(FLAGS.adapters or ""),

@@ -13,8 +13,7 @@ import os
 
 from absl import flags, logging
 
-from t2t_lite.bin import cli, run_flags
-from t2t_lite.decode import search_flags
+from t2t_lite.bin import cli, run_flags, search_flags
 from t2t_lite.extras import import_extra
 
 FLAGS = flags.FLAGS

@@ -18,7 +18,7 @@ QUANTIZE_MODES = ("none", "int8")
 # takes at most these many frequent ids and translations per source id.
 KEEP_FREQUENT = 2000
 KEEP_PER_SOURCE = 100
-# The repetition and length controls (t2t_lite.decode.controls), each a field and a flag.
+# The repetition and length controls (t2t_lite.search.controls), each a field and a flag.
 CONTROL_FLAGS = ("no_repeat_ngram_size", "repetition_penalty", "min_length", "disable_unk")
 
 
@@ -45,7 +45,7 @@ class SearchSettings:
       ids, the `frequent` most frequent target ids and the `per_source` best translations of
       each of its source ids; (0, 0) searches the whole vocabulary.
     no_repeat_ngram_size, repetition_penalty, min_length, disable_unk: repetition and length
-      controls (`t2t_lite.decode.controls`): no N-gram twice in an output (0: off), the logits
+      controls (`t2t_lite.search.controls`): no N-gram twice in an output (0: off), the logits
       of tokens already in it divided by the penalty (1: off), EOS not before min_length
       tokens (0: off), the unknown piece never generated.
     """

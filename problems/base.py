@@ -129,7 +129,7 @@ class Problem:
         return None
 
     def decode_constraint(self, data_dir: str, tokenizer: Any) -> Any:
-        """A `t2t_lite.decode.constraint.Constraint` on what decoding may emit, or None (none
+        """A `t2t_lite.search.constraint.Constraint` on what decoding may emit, or None (none
         here; the parsing problems allow only well-formed trees over the sentence's words)."""
         return None
 

@@ -1,6 +1,6 @@
 """Constrained decoding for linearized trees: every hypothesis is a well-formed tree.
 
-A `t2t_lite.decode.constraint.Constraint` over the linearization of `parsing_trees.linearize`.
+A `t2t_lite.search.constraint.Constraint` over the linearization of `parsing_trees.linearize`.
 At each step it allows only the tokens that keep the output a prefix of a well-formed tree over
 exactly the sentence's words:
 

@@ -174,9 +174,9 @@ def add_truncated_newer_checkpoint(folder) -> str:
 
 
 def reverse_engine(**kwargs):
-    """A document `Engine` (t2t_lite.decode.document) whose translation of each sentence is
+    """A document `Engine` (t2t_lite.document.document) whose translation of each sentence is
     its words reversed and upper-cased, with the alignment that says so."""
-    from t2t_lite.decode.document import Engine
+    from t2t_lite.document.document import Engine
 
     def translate(sentences):
         found = []
@@ -187,3 +187,16 @@ def reverse_engine(**kwargs):
         return found
 
     return Engine(translate, **kwargs)
+
+
+def decode_flags(**flags):
+    """t2t-decode's flags (name=value) as `run_decode` takes them, (DecodeConfig, RunFlags):
+    each to the field of its name, as bin/t2t_decode.py reads its flags into the two."""
+    import dataclasses
+
+    from t2t_lite.decode.runner import DecodeConfig
+    from t2t_lite.run.run_flags import RunFlags
+
+    decoding = {field.name for field in dataclasses.fields(DecodeConfig)}
+    config = DecodeConfig(**{k: v for k, v in flags.items() if k in decoding})
+    return config, RunFlags(**{k: v for k, v in flags.items() if k not in decoding})

@@ -10,7 +10,7 @@
 train: `t2t_lite.train.step.Trainer.train_step`, the step t2t-train runs (default strategy,
 global all-reduce, non-finite check, Adam), on transformer_small resized to the benchmark's
 configuration; train_xla the same with `jit_compile=true` (XLA compiles the forward pass and
-its gradients). beam / greedy: `t2t_lite.decode.search` with the cached decoder, EOS forbidden
+its gradients). beam / greedy: `t2t_lite.search.beam` with the cached decoder, EOS forbidden
 so that every output runs to the target length; --dtype=int8 decodes with int8 weights
 (`t2t_lite.model.quantize`, what `t2t-decode --quantize=int8` runs). matmul: GFLOP/s of a
 [2048, 1024] x [1024, 1024] product (the shape of the model's largest training matmuls, scaled
@@ -31,11 +31,13 @@ import numpy as np  # noqa: E402
 import protocol as P  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite.decode import sampling, search, transformer_step  # noqa: E402
+from t2t_lite.decode import transformer_step  # noqa: E402
 from t2t_lite.hparams import get_hparams  # noqa: E402
 from t2t_lite.model import flops, quantize  # noqa: E402
 from t2t_lite.model.transformer import Transformer  # noqa: E402
 from t2t_lite.runtime import distribute
+from t2t_lite.search import beam as search
+from t2t_lite.search import sampling
 from t2t_lite.train.step import Trainer, batch_stats  # noqa: E402
 from t2t_lite.vocabulary import EOS_ID  # noqa: E402
 

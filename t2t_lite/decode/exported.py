@@ -24,7 +24,7 @@ IDS_SIGNATURE = "translate_ids"
 ATTENTION_SIGNATURE = "attention"
 GUIDED_SIGNATURE = "guided"
 EXPORT_INFO = "t2t_export.json"  # in the version folder's assets.extra/
-# The guided signature's repetition and length controls (t2t_lite.decode.controls), a value
+# The guided signature's repetition and length controls (t2t_lite.search.controls), a value
 # per line, and their dtypes and values that turn them off.
 CONTROL_INPUTS = ("no_repeat_ngram_size", "repetition_penalty", "min_length", "disable_unk")
 CONTROL_TYPES = (("int32", 0), ("float32", 1.0), ("int32", 0), ("bool", False))
@@ -108,7 +108,7 @@ class ExportedTranslator:
         """The `guided` signature's outputs for `lines`, each held to its `Guide` (prefix and
         target phrases; None: unguided): the best translations with their tokens, token
         probabilities, word alignments and confidence. `controls`: a
-        `t2t_lite.decode.controls.Controls` of Python values for every line (None: the
+        `t2t_lite.search.controls.Controls` of Python values for every line (None: the
         export's settings). A ValueError for an export without the signature, or controls
         asked of one that does not take them."""
         if GUIDED_SIGNATURE not in self.signatures:
@@ -148,7 +148,7 @@ class ExportedTranslator:
         guides)."""
         if GUIDED_SIGNATURE not in self.signatures and guides is None:
             return [(row[0], None) for row in self.search(lines)[0]]
-        from t2t_lite.decode.markup import read_pharaoh
+        from t2t_lite.document.markup import read_pharaoh
 
         found = self.guided(lines, guides)
         return [
@@ -161,8 +161,8 @@ class ExportedTranslator:
     def translate_document(self, text: str, language: str = "en", terminology=None) -> str:
         """As `Translator.translate_document`, with the export's search; `terminology` (a
         `t2t_lite.decode.guidance.Terminology`) through its guided signature."""
-        from t2t_lite.decode.document import Engine, translate_document
         from t2t_lite.decode.guidance import terminology_guides
+        from t2t_lite.document.document import Engine, translate_document
 
         engine = Engine(lambda lines: self.aligned(lines, terminology_guides(terminology, lines)))
         return translate_document(text, engine, language)

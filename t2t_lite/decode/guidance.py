@@ -20,7 +20,7 @@ import numpy as np
 from absl import logging
 
 from t2t_lite.data import iter_raw_lines
-from t2t_lite.decode.terminology import phrases_met
+from t2t_lite.search.terminology import phrases_met
 from t2t_lite.vocabulary import UNK_ID
 
 

@@ -5,9 +5,6 @@ e.g. a search or `score_ids`) with `strategy.run` on every replica, each on its 
 share of the rows, and puts the results back together in row order; outputs whose other axes
 differ between replicas (the found ids' length) are zero-padded to the longest. Rows never
 depend on one another in a search or in scoring, so the results are those of one device.
-
-`decode_strategy(name)` is `--strategy` of t2t-decode: the names and meanings of t2t-train's
-(`t2t_lite.runtime.distribute`), within one process.
 """
 
 from __future__ import annotations
@@ -16,26 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from t2t_lite.extras import lazy_import
-from t2t_lite.runtime import cluster
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES  # t2t-decode's --strategy
-from t2t_lite.runtime.distribute import cluster_size, create_strategy
 
 tf = lazy_import("tensorflow")
-
-
-def decode_strategy(name: str = "default") -> tf.distribute.Strategy | None:
-    """The strategy `--strategy=name` names for decoding: "auto" and "mirrored" replicate over
-    the local devices (every GPU, else every logical CPU), "default" is one device (None).
-    Decoding runs in one process, so a cluster (multi_worker, or auto in a cluster of several
-    tasks: TF_CONFIG, SLURM, an Indexed Job) is refused."""
-    if name not in STRATEGIES:
-        raise ValueError(f"--strategy={name!r} is not one of {', '.join(STRATEGIES)}")
-    if name == "multi_worker" or (name == "auto" and cluster_size(cluster.resolve("auto")) > 1):
-        raise ValueError(
-            f"--strategy={name}: decoding runs in one process over its local devices "
-            "(auto or mirrored outside a cluster, or default)"
-        )
-    return None if name == "default" else create_strategy("mirrored")
 
 
 def shard_bounds(batch: Any, replicas: int, replica: Any) -> tuple[tf.Tensor, tf.Tensor]:

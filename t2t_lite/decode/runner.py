@@ -11,16 +11,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
 
 from t2t_lite.data import iter_raw_lines
-from t2t_lite.decode.document import check
 from t2t_lite.decode.guidance import Terminology, read_guides
-from t2t_lite.decode.replicas import decode_strategy
 from t2t_lite.decode.translator import Hypothesis, Translator
-from t2t_lite.hparams.search_settings import CONTROL_FLAGS, parse_sampling
-from t2t_lite.run.run import Run
+from t2t_lite.document.document import check
+from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.runtime import atomic_io
 from t2t_lite.runtime.threads import split_cpus
 
@@ -102,31 +99,13 @@ def read_input(path: str | None, what: str = "--decode_from_file") -> tuple[list
 
 @dataclasses.dataclass(frozen=True)
 class DecodeConfig:
-    """t2t-decode's flags; None means: from the run (RunInfo) or the problem's decode defaults."""
+    """What t2t-decode does with a restored run: its flags of input, output and batching (the
+    run and its search settings are `RunFlags`')."""
 
-    output_dir: str
-    checkpoint: str | None = None
-    problem: str | None = None
-    data_dir: str | None = None
     decode_from_file: str | None = None
     decode_to_file: str | None = None
     score_file: str | None = None
-    beam_size: int | None = None
-    alpha: float | None = None
-    extra_length: int | None = None
-    constrained: bool | None = None
-    sampling: str | None = None  # "temperature:0.8,top_k:40,seed:1"; None: beam search
-    nbest: int = 1
-    # Repetition and length controls (t2t_lite.decode.controls); None: the problem's (off).
-    no_repeat_ngram_size: int | None = None
-    repetition_penalty: float | None = None
-    min_length: int | None = None
-    disable_unk: bool | None = None
     batch_tokens: int = 4096
-    # One weight per --checkpoint of an ensemble (numbers or their strings); None: equal.
-    ensemble_weights: Sequence[float | str] | None = None
-    quantize: str = "none"  # "int8": int8 weights (t2t_lite.model.quantize)
-    strategy: str = "default"  # t2t_lite.runtime.distribute.STRATEGIES; see decode_strategy
     jit_compile: bool = False  # XLA compiles the search (Translator)
     inter_threads: int = 1  # batches searched at once (t2t_lite.runtime.threads.split_cpus first)
     prefix_file: str | None = None  # a target prefix per input line (guidance.read_guides)
@@ -136,35 +115,6 @@ class DecodeConfig:
     output_format: str = "text"  # or "jsonl": text, scores, confidence, tokens, alignment
     input_format: str = "lines"  # or "document": one text, its layout and markup kept
     source_language: str | None = None  # a document's, for sentence splitting; None: problem's
-
-    def restore(self) -> Run:
-        """`Run.restore` with these flags; a --problem other than the run's is refused."""
-        run = Run.restore(
-            self.output_dir,
-            self.checkpoint,
-            self.data_dir,
-            search=self.search_overrides(),
-            ensemble_weights=self.ensemble_weights,
-            quantize=self.quantize,
-            strategy=decode_strategy(self.strategy),
-        )
-        if self.problem and self.problem != run.problem.name:
-            raise ValueError(
-                f"--problem={self.problem}, but the run in {self.output_dir} was trained on "
-                f"{run.problem.name}"
-            )
-        return run
-
-    def search_overrides(self) -> dict[str, Any]:
-        """The search settings these flags set (None: the problem's)."""
-        overrides = {name: getattr(self, name) for name in SEARCH_FLAGS}
-        if self.sampling is not None:
-            overrides.update(parse_sampling(self.sampling))
-        return overrides
-
-
-# The DecodeConfig fields that are search settings.
-SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained", "nbest") + CONTROL_FLAGS
 
 
 def interactive(translator: Translator) -> None:
@@ -182,20 +132,18 @@ def interactive(translator: Translator) -> None:
             print(out, flush=True)
 
 
-def run_decode(config: DecodeConfig, restore: Callable[[], Run] | None = None) -> int:
-    """Decodes (or scores) as `config` says; returns the number of lines written (or 0 after the
-    interactive prompt). `restore` restores the run (default `config.restore`; t2t-decode
-    passes the one restore of the commands' run flags, `t2t_lite.bin.run_flags`)."""
+def run_decode(config: DecodeConfig, run: RunFlags) -> int:
+    """Decodes (or scores) with the run that `run` restores, as `config` says; returns the
+    number of lines written (or 0 after the interactive prompt)."""
     split_cpus(config.inter_threads)  # before TensorFlow runs an op: the model is not loaded
     if config.input_format == "document":
-        return _decode_document(config, restore)
+        return _decode_document(config, run)
     # An input file is read and checked before the model loads (a bad one fails at once);
     # stdin once the model is ready.
     inputs = read_decode_inputs(config) if config.decode_from_file else None
     guides = _read_guides(config, inputs[0]) if inputs else None
-    run = (restore or config.restore)()
     translator = Translator.from_run(
-        run, config.batch_tokens, config.jit_compile, inter_threads=config.inter_threads
+        run.restore(), config.batch_tokens, config.jit_compile, inter_threads=config.inter_threads
     )
     if not config.decode_from_file and not config.score_file and sys.stdin.isatty():
         interactive(translator)
@@ -269,13 +217,13 @@ def read_document(path: str | None) -> str:
         raise ValueError(f"{name}:{line}: invalid UTF-8 at byte {e.start + 1}") from None
 
 
-def _decode_document(config: DecodeConfig, restore: Callable[[], Run] | None) -> int:
+def _decode_document(config: DecodeConfig, run: RunFlags) -> int:
     """`--input_format=document`: the input as one document, written out in its layout;
     returns the number of lines written."""
     for flag, what in _LINE_FLAGS.items():
         if getattr(config, flag):
             raise ValueError(f"--{flag} {what}; it does not go with --input_format=document")
-    if config.nbest > 1 or config.output_format != "text":
+    if (run.nbest or 1) > 1 or config.output_format != "text":
         raise ValueError("--input_format=document writes one translation: use --nbest=1 and "
                          "--output_format=text")  # fmt: skip
     name = config.decode_from_file or STDIN
@@ -283,8 +231,7 @@ def _decode_document(config: DecodeConfig, restore: Callable[[], Run] | None) ->
     if text is not None:
         check(text, name)  # markup nested too deep: refused before the model is restored
     terms = Terminology.read(config.terminology) if config.terminology else None
-    translator = Translator.from_run((restore or config.restore)(), config.batch_tokens,
-                                     config.jit_compile)  # fmt: skip
+    translator = Translator.from_run(run.restore(), config.batch_tokens, config.jit_compile)
     if text is None:
         text = read_document(None)
         check(text, name)

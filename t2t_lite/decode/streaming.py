@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import tensorflow as tf
 
-from t2t_lite.decode.search import normalized_log_probs
 from t2t_lite.decode.source_ids import report_unknown_pieces
 from t2t_lite.decode.transformer_step import output_lengths
+from t2t_lite.search.beam import normalized_log_probs
 from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The Transformer wired to the searches: its step function, and translate, sample and score.
 
 `model_step_fn` turns a `t2t_lite.model.Transformer` into the `step_fn` that every search in
-`t2t_lite.decode.search` drives, with the incremental cache (fast path) or by recomputing the
+`t2t_lite.search.beam` drives, with the incremental cache (fast path) or by recomputing the
 whole prefix at every step (the slow path it is tested against).
 """
 
@@ -16,15 +16,14 @@ import keras
 import tensorflow as tf
 
 from t2t_lite.data.shortlist import Shortlist
-from t2t_lite.decode.compaction import compacting_beam_search
-from t2t_lite.decode.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
-from t2t_lite.decode.controls import Controls, controlled_step_fn
-from t2t_lite.decode.sampling import sample_search
-from t2t_lite.decode.search import SearchResult, StepFn, beam_search, write_column
-from t2t_lite.decode.terminology import TermBanks, TermConstraint
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.ensemble import members
 from t2t_lite.model.layers.masks import padding_mask
+from t2t_lite.search.beam import SearchResult, StepFn, beam_search, write_column
+from t2t_lite.search.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
+from t2t_lite.search.controls import Controls, controlled_step_fn
+from t2t_lite.search.sampling import sample_search
+from t2t_lite.search.terminology import TermBanks, TermConstraint
 
 
 def model_step_fn(
@@ -80,7 +79,7 @@ def sentence_step_fn(
     (step_fn(ids, index, cache, state), the initial cache, the state of `inputs`' sentences).
     The state is the encoder's keys and values and the padding mask (`project_memory`), one
     copy per sentence, leading dimension batch, never tiled to the beams nor reordered with
-    them; `compaction.compacting_beam_search` gathers it as sentences leave the batch."""
+    them; `beam_search(compact=True)` gathers it as sentences leave the batch."""
     to_vocab = (lambda ids: ids) if columns is None else (lambda ids: tf.gather(columns, ids))
     memory, memory_mask = model.encode(inputs)
     state = model.project_memory(memory, memory_mask)
@@ -181,10 +180,10 @@ def translate_ids(
     search compiles with XLA (`tf.function(jit_compile=True)`): a fixed-length cache, and
     state of source width + `extra_length` positions. It finds the same hypotheses.
     `prefix` [batch, P] forces each output's first tokens (`PrefixConstraint`); `terms` [batch,
-    C, T] are target phrases each output must contain (`t2t_lite.decode.terminology`), none
+    C, T] are target phrases each output must contain (`t2t_lite.search.terminology`), none
     of `continuations` ([vocab] bool) right after one. `shortlist`: each batch searched over
     the target ids of its `Shortlist.columns` (not with a constraint, prefix or terms).
-    `controls`: repetition and length controls (`t2t_lite.decode.controls`), applied after
+    `controls`: repetition and length controls (`t2t_lite.search.controls`), applied after
     the constraint, prefix and terms.
 
     Returns:
@@ -197,13 +196,12 @@ def translate_ids(
     columns = _columns(shortlist, inputs, constraint)
     batch = tf.shape(inputs)[0]
     plain = constraint is None and banks is None and controls is None
-    if compact and use_cache and not fixed_shapes and plain:
+    compact = compact and use_cache and not fixed_shapes and plain
+    if compact:  # the encoder's state per sentence, gathered as sentences leave the batch
         step_fn, cache, state = sentence_step_fn(model, inputs, step_length, columns=columns)
-        found = compacting_beam_search(
-            step_fn, cache, state, batch, beam_size, alpha, max_lengths, nbest=nbest
-        )
-        return _to_vocabulary(found, columns)
-    step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes, columns)
+    else:
+        step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes, columns)
+        state = None
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)
     if controls is not None:
@@ -220,6 +218,8 @@ def translate_ids(
         nbest=nbest,
         buffer_length=buffer,
         banks=banks,
+        sentence_state=state,
+        compact=compact,
     )
     return _to_vocabulary(found, columns)
 

@@ -30,7 +30,6 @@ from t2t_lite.decode.guidance import (
     report_unplaced,
 )
 from t2t_lite.decode.replicas import split_rows
-from t2t_lite.decode.search import SearchResult
 from t2t_lite.decode.source_ids import encode_lines, report_unknown_pieces
 from t2t_lite.decode.streaming import TokenStepper, translate_stream
 from t2t_lite.decode.transformer_step import output_lengths, score_ids, search_function
@@ -39,6 +38,7 @@ from t2t_lite.model.quantize import multiplies_in_8_bits
 from t2t_lite.run.run import Run
 from t2t_lite.runtime.progress import DecodeProgress
 from t2t_lite.runtime.threads import map_batches, warn_if_unsplit
+from t2t_lite.search.beam import SearchResult
 
 
 class Hypothesis(NamedTuple):
@@ -172,11 +172,12 @@ class Translator:
         self, text: str, language: str | None = None, terminology: Terminology | None = None
     ) -> str:
         """A whole document (plain text, Markdown or HTML-like text) translated in the same
-        layout, its markup and placeholders kept (`t2t_lite.decode.document`); `language`:
+        layout, its markup and placeholders kept (`t2t_lite.document.document`); `language`:
         the source's, for sentence splitting (default: the problem's source language);
         `terminology`: a term table whose target terms each sentence's translation must
         contain where the sentence has the source term."""
-        from t2t_lite.decode.document import translate_document, translator_engine
+        from t2t_lite.decode.document_engine import translator_engine
+        from t2t_lite.document.document import translate_document
 
         engine = translator_engine(self, terminology)
         return translate_document(text, engine, language or self.source_language)

@@ -170,8 +170,9 @@ class Run:
           ensemble_weights: one weight per checkpoint of an ensemble; default equal.
           quantize: "int8" quantizes the restored weights (t2t_lite.model.quantize);
             None or "none" keeps them as the checkpoint has them.
-          strategy: a tf.distribute strategy whose replicas decode (`decode_strategy`); the
-            model is made in its scope. None: one device.
+          strategy: a tf.distribute strategy whose replicas decode
+            (`t2t_lite.runtime.distribute.decode_strategy`); the model is made in its scope.
+            None: one device.
           merge_lora: for an adapter run (t2t_lite.run.adapter), fold the adapter into the
             base weights (`lora.merge`); int8 merges too. Otherwise the model computes
             base + adapter.
@@ -219,7 +220,7 @@ class Run:
 
     @functools.cached_property
     def constraint(self) -> Any:
-        """The problem's decoding constraint (a `t2t_lite.decode.constraint.Constraint`), or None
+        """The problem's decoding constraint (a `t2t_lite.search.constraint.Constraint`), or None
         when the search is unconstrained."""
         if not self.search.constrained:
             return None

@@ -72,6 +72,21 @@ def cluster_strategy(
     return create_strategy(name, resolver, timeout_seconds)
 
 
+def decode_strategy(name: str = "default") -> tf.distribute.Strategy | None:
+    """The strategy `--strategy=name` names for decoding (t2t-decode): "auto" and "mirrored"
+    replicate over the local devices (every GPU, else every logical CPU), "default" is one
+    device (None). Decoding runs in one process, so a cluster (multi_worker, or auto in a
+    cluster of several tasks: TF_CONFIG, SLURM, an Indexed Job) is refused."""
+    if name not in STRATEGIES:
+        raise ValueError(f"--strategy={name!r} is not one of {', '.join(STRATEGIES)}")
+    if name == "multi_worker" or (name == "auto" and cluster_size(cluster.resolve("auto")) > 1):
+        raise ValueError(
+            f"--strategy={name}: decoding runs in one process over its local devices "
+            "(auto or mirrored outside a cluster, or default)"
+        )
+    return None if name == "default" else create_strategy("mirrored")
+
+
 def task_info(strategy: tf.distribute.Strategy) -> tuple[str | None, int]:
     """(task_type, task_id) of this process; (None, 0) outside a multi-worker cluster."""
     resolver = getattr(strategy, "cluster_resolver", None)

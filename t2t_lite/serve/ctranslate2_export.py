@@ -44,6 +44,7 @@ from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.data.tokenizers import read_vocab_list
 from t2t_lite.decode.details import alignment_layer
 from t2t_lite.decode.exported import EXPORT_INFO
+from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
 from t2t_lite.serve.versions import write_version
@@ -64,7 +65,7 @@ def vocabulary_tokens(path: str) -> list[str]:
 def refusal(run: Run) -> str | None:
     """Why CTranslate2 cannot hold this run's model and search, or None when it can."""
     model, hp = run.model, run.hparams
-    if not hasattr(model, "embedding"):
+    if isinstance(model, Ensemble):
         return "--checkpoint names several checkpoints; convert one (t2t-avg-checkpoints averages)"
     if model.output_vocab_size and model.output_vocab_size != model.vocab_size:
         return (

@@ -1,7 +1,7 @@
 """Export for TF Serving: a SavedModel that turns raw strings into translations in one graph.
 
 The exported graph tokenizes with tensorflow-text, runs the batched cached beam search of
-`t2t_lite.decode.search` in a `tf.while_loop`, and detokenizes, so a client sends text and gets
+`t2t_lite.search.beam` in a `tf.while_loop`, and detokenizes, so a client sends text and gets
 text back. The signatures:
 
   serving_default  inputs: string [batch] --> outputs: string [batch],
@@ -50,8 +50,6 @@ from t2t_lite.data import Tokenizer, trim_ids
 from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.confidence import Calibration
-from t2t_lite.decode.constraint import Constraint
-from t2t_lite.decode.controls import Controls
 from t2t_lite.decode.exported import (  # the names its readers share
     ATTENTION_SIGNATURE,
     EXPORT_INFO,
@@ -61,8 +59,11 @@ from t2t_lite.decode.exported import (  # the names its readers share
     SAMPLE_SIGNATURE,
 )
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import logs
+from t2t_lite.search.constraint import Constraint
+from t2t_lite.search.controls import Controls
 from t2t_lite.serve.attention_graph import graph_token_labels, stack_attention
 from t2t_lite.serve.facts import run_facts
 from t2t_lite.serve.guided_graph import GuidedSignature
@@ -110,7 +111,7 @@ class ServingFunctions:
         nbest signature returns `nbest` hypotheses (default: the beam size).
 
         Raises ValueError naming the problem when its decoding cannot be put in a graph."""
-        if hasattr(run.model, "models"):  # an Ensemble (t2t_lite.model.ensemble)
+        if isinstance(run.model, Ensemble):
             raise ValueError(
                 "--checkpoint names several checkpoints, an ensemble, which only t2t-decode "
                 "searches; export one (t2t-avg-checkpoints averages several into one)"
@@ -305,7 +306,7 @@ def signatures(functions: ServingFunctions) -> dict[str, tuple[Any, list[tf.Tens
             [tf.TensorSpec([None, None], tf.int32, name="input_ids")],
         ),
     }
-    if hasattr(functions.model, "attention_maps"):  # a Transformer, not an ensemble
+    if not isinstance(functions.model, Ensemble):  # an ensemble has no attention maps
         found[ATTENTION_SIGNATURE] = (functions.attention, text)
         guided = GuidedSignature(functions, functions.calibration)
         found[GUIDED_SIGNATURE] = (guided, guided.input_signature())

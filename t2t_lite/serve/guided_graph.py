@@ -6,7 +6,7 @@ translation's tokens, token probabilities, word alignment and confidence out, in
           MAX_CONSTRAINTS, else InvalidArgument: TF Serving's 400),
           no_repeat_ngram_size: int32 [batch], repetition_penalty: float32 [batch],
           min_length: int32 [batch], disable_unk: bool [batch] (the repetition and length
-          controls per sentence, `t2t_lite.decode.controls`; 0, 1, 0 and false search as
+          controls per sentence, `t2t_lite.search.controls`; 0, 1, 0 and false search as
           before they existed, bit for bit)
           --> outputs [batch], scores [batch], truncated [batch], tokens [batch, T] (labels,
           "" past the end), token_probs [batch, T] float32 (0 past the end), alignment
@@ -24,8 +24,8 @@ import tensorflow as tf
 
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.confidence import Calibration
-from t2t_lite.decode.controls import Controls
 from t2t_lite.decode.details import forced_pass
+from t2t_lite.search.controls import Controls
 from t2t_lite.serve.attention_graph import graph_token_labels
 from t2t_lite.serve.text_graph import clean_utf8, source_ids, strip_whitespace
 from t2t_lite.vocabulary import EOS_ID

@@ -17,13 +17,13 @@ import re
 import keras
 import tensorflow as tf
 
-from t2t_lite.decode.dev_set import METRICS as METRICS
-from t2t_lite.decode.dev_set import dev_pairs, score
 from t2t_lite.decode.translator import Translator
 from t2t_lite.metrics.scores import corpus_scores
 from t2t_lite.model.ensemble import parameter_count
 from t2t_lite.problems.base import read_metadata
 from t2t_lite.run.run import Run
+from t2t_lite.train.dev_set import METRICS as METRICS
+from t2t_lite.train.dev_set import dev_pairs, score
 from t2t_lite.train.step import BatchStats, batch_stats, sum_stats
 
 # Beside BLEU, for translation problems: sacreBLEU's, as t2t-train's dev_chrf and dev_ter.

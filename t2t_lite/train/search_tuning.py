@@ -21,12 +21,12 @@ import time
 
 from absl import logging
 
-from t2t_lite.decode.dev_set import METRICS, dev_pairs, score
 from t2t_lite.decode.translator import Translator
 from t2t_lite.run import checkpoints
 from t2t_lite.run.layout import CHOICE_FILE, FINAL_DIR, SEARCH_FILE
 from t2t_lite.run.run import Run
 from t2t_lite.runtime import atomic_io
+from t2t_lite.train.dev_set import METRICS, dev_pairs, score
 
 # The share of a --train_minutes budget kept for the tuning (its training clock stops earlier).
 TUNE_SHARE = 0.05

@@ -129,3 +129,14 @@ def test_visualize_and_serve_restore_a_user_problem_run_with_its_usr_dir(user_ru
     assert url.startswith("t2t-serve: http://127.0.0.1:"), (url, err[-3000:])
     assert "restored" in err and "usr_copy_digits" in err, err[-3000:]
     assert "problem 'usr_copy_digits'" not in err
+
+
+def test_t2t_decode_reads_every_run_flag_of_the_one_restore():
+    """Every `RunFlags` field is a flag of t2t-decode, read by name (`run_flags.from_flags`)."""
+    script = (
+        "import dataclasses, json, t2t_lite.bin.t2t_decode\nfrom absl import flags\n"
+        "from t2t_lite.run.run_flags import RunFlags\n"
+        "print(json.dumps([f.name for f in dataclasses.fields(RunFlags) if f.name not in "
+        "flags.FLAGS]))"
+    )
+    assert python_json(script) == []

@@ -1,5 +1,5 @@
 """Damaged shards (t2t_lite.data.shard_check): a truncated or bit-flipped shard is named in one
-line by whatever reads it (training, evaluation, t2t-distill: tests/decode/test_distill.py), and
+line by whatever reads it (training, evaluation, t2t-distill: tests/train/test_distill.py), and
 a t2t-datagen rerun finds it by the bytes and SHA-256 its statistics record and writes it
 again, byte for byte, leaving the other files alone."""
 

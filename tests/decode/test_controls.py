@@ -22,10 +22,10 @@ from decoding_helpers import (
 )
 
 from t2t_lite.decode import transformer_step
-from t2t_lite.decode.controls import Controls, _update, adjusted_logits, initial_state
-from t2t_lite.decode.terminology import phrases_met
 from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.search.controls import Controls, _update, adjusted_logits, initial_state
+from t2t_lite.search.terminology import phrases_met
 
 INPUTS = np.array([[2, 3, 4, 1], [4, 4, 3, 1]], np.int32)  # outputs of at most 4 tokens
 VOCAB = 5  # tokens 2 (UNK), 3 and 4, then EOS

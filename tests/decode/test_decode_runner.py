@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import shutil
@@ -11,16 +10,13 @@ import sys
 
 import numpy as np
 import pytest
-from decoding_helpers import add_truncated_newer_checkpoint, write_tiny_run
+from decoding_helpers import add_truncated_newer_checkpoint, decode_flags, write_tiny_run
 
 from t2t_lite.data import load_tokenizer
 from t2t_lite.decode import transformer_step
-from t2t_lite.decode.runner import (
-    DecodeConfig,
-    read_input,
-    run_decode,
-)
+from t2t_lite.decode.runner import read_input, run_decode
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.run.run_flags import RunFlags
 
 WORDS = [str(i) for i in range(10)]  # algorithmic_copy's vocabulary: ids 3..12
 MAX_POSITIONS = 8
@@ -52,8 +48,8 @@ def test_n_lines_in_n_lines_out_in_input_order(run_dir, tmp_path, caplog):
     # A byte-order mark and CRLF endings, as files from Windows editors have.
     source.write_bytes(("\ufeff" + "\r\n".join(LINES) + "\r\n").encode("utf-8"))
     target = tmp_path / "out.txt"
-    config = DecodeConfig(
-        str(output_dir),
+    config = decode_flags(
+        output_dir=str(output_dir),
         decode_from_file=str(source),
         decode_to_file=str(target),
         beam_size=3,
@@ -61,7 +57,7 @@ def test_n_lines_in_n_lines_out_in_input_order(run_dir, tmp_path, caplog):
         batch_tokens=8,  # several batches, so sorting and reordering matter
     )
     with caplog.at_level(logging.WARNING):
-        assert run_decode(config) == len(LINES)
+        assert run_decode(*config) == len(LINES)
     warnings = [r.getMessage() for r in caplog.records]
     assert any("in.txt:4" in m and "truncated" in m for m in warnings), warnings
     out = target.read_text(encoding="utf-8").split("\n")
@@ -77,15 +73,15 @@ def test_nbest_lines_and_scores(run_dir, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("3 4\n\n5 6 7\n")
     target = tmp_path / "nbest.txt"
-    config = DecodeConfig(
-        str(output_dir),
+    config = decode_flags(
+        output_dir=str(output_dir),
         decode_from_file=str(source),
         decode_to_file=str(target),
         beam_size=3,
         alpha=0.6,
         nbest=2,
     )
-    assert run_decode(config) == 6
+    assert run_decode(*config) == 6
     rows = [line.split(" ||| ") for line in target.read_text().splitlines()]
     assert [r[0] for r in rows] == ["0", "0", "1", "1", "2", "2"]
     assert rows[2][1:] == ["", "0.000000"]
@@ -99,13 +95,13 @@ def test_score_file_gives_log_probs(run_dir, tmp_path):
     sources, targets = ["1 2 3", "", "4 5", "6"], ["3 2 1", "1", "", "6 6 6"]
     (tmp_path / "src").write_text("\n".join(sources) + "\n")
     (tmp_path / "tgt").write_text("\n".join(targets) + "\n")
-    config = DecodeConfig(
-        str(output_dir),
+    config = decode_flags(
+        output_dir=str(output_dir),
         decode_from_file=str(tmp_path / "src"),
         score_file=str(tmp_path / "tgt"),
         decode_to_file=str(tmp_path / "scores"),
     )
-    assert run_decode(config) == 4
+    assert run_decode(*config) == 4
     got = (tmp_path / "scores").read_text().split("\n")
     assert got[1] == got[2] == "" and got[4] == ""
     for row in (0, 3):
@@ -118,7 +114,7 @@ def test_score_file_gives_log_probs(run_dir, tmp_path):
         assert float(got[row]) == pytest.approx(value, abs=1e-4)
     (tmp_path / "tgt").write_text("1\n2\n")
     with pytest.raises(ValueError, match="has 2 lines but the input"):
-        run_decode(config)
+        run_decode(*config)
 
 
 def test_read_input_names_file_and_line(tmp_path):
@@ -168,9 +164,9 @@ def test_search_settings_fall_back_to_problem_defaults():
 
 def test_problem_other_than_the_runs_is_refused(run_dir):
     output_dir, _, _ = run_dir
-    config = DecodeConfig(str(output_dir), problem="algorithmic_reverse")
+    config = decode_flags(output_dir=str(output_dir), problem="algorithmic_reverse")
     with pytest.raises(ValueError, match="--problem=algorithmic_reverse, but the run in .* was "):
-        run_decode(config)
+        run_decode(*config)
 
 
 # --- faults (issue 17) ------------------------------------------------------------------------
@@ -180,9 +176,14 @@ def test_unknown_pieces_are_counted_and_reported(run_dir, tmp_path, caplog):
     output_dir, _, _ = run_dir
     source = tmp_path / "in.txt"
     source.write_text("1 2\n1 x 2\n\ny\n3\n")
-    config = DecodeConfig(str(output_dir), decode_from_file=str(source), beam_size=1)
+    config = decode_flags(
+        output_dir=str(output_dir),
+        decode_from_file=str(source),
+        decode_to_file=str(tmp_path / "out.txt"),
+        beam_size=1,
+    )
     with caplog.at_level(logging.WARNING):
-        run_decode(dataclasses.replace(config, decode_to_file=str(tmp_path / "out.txt")))
+        run_decode(*config)
     assert (
         f"2 inputs had unknown pieces (not in the vocabulary, read as <unk>): {source}:2, "
         f"{source}:4"
@@ -196,18 +197,16 @@ def test_the_input_is_checked_before_the_model_is_loaded(tmp_path, monkeypatch):
     def no_model(self):
         raise AssertionError("the model was loaded before the input was checked")
 
-    monkeypatch.setattr(DecodeConfig, "restore", no_model)
+    monkeypatch.setattr(RunFlags, "restore", no_model)
     with pytest.raises(ValueError, match="bad.txt:2: invalid UTF-8"):
-        run_decode(DecodeConfig(str(tmp_path), decode_from_file=str(source)))
+        run_decode(*decode_flags(output_dir=str(tmp_path), decode_from_file=str(source)))
     (tmp_path / "ok.txt").write_text("1\n")
     (tmp_path / "scores.txt").write_text("1\n2\n")
-    config = DecodeConfig(
-        str(tmp_path), decode_from_file=str(tmp_path / "ok.txt"), score_file=str(tmp_path / "sc")
-    )
+    flags = {"output_dir": str(tmp_path), "decode_from_file": str(tmp_path / "ok.txt")}
     with pytest.raises(FileNotFoundError, match="--score_file"):
-        run_decode(config)
+        run_decode(*decode_flags(**flags, score_file=str(tmp_path / "sc")))
     with pytest.raises(ValueError, match="has 2 lines but the input"):
-        run_decode(dataclasses.replace(config, score_file=str(tmp_path / "scores.txt")))
+        run_decode(*decode_flags(**flags, score_file=str(tmp_path / "scores.txt")))
 
 
 def _decode_cli(output_dir, *flags):

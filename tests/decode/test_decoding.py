@@ -23,7 +23,9 @@ from decoding_helpers import (
     tiny_model,
 )
 
-from t2t_lite.decode import sampling, search, transformer_step
+from t2t_lite.decode import transformer_step
+from t2t_lite.search import beam as search
+from t2t_lite.search import sampling, top_k
 
 
 def test_length_penalty_is_gnmt():
@@ -74,11 +76,11 @@ def test_beam_one_equals_greedy_with_alpha_zero():
 
 
 def test_block_size_balances_the_two_stages():
-    assert search._block_size(8000, 9) == 32  # sqrt(8000 / 9) = 29.8
-    assert search._block_size(640, 9) == 8
-    assert search._block_size(997, 9) == 0  # a prime: plain top-k
-    assert search._block_size(500, 9) == 0  # too small to split
-    assert search._block_size(None, 9) == 0
+    assert top_k.block_size(8000, 9) == 32  # sqrt(8000 / 9) = 29.8
+    assert top_k.block_size(640, 9) == 8
+    assert top_k.block_size(997, 9) == 0  # a prime: plain top-k
+    assert top_k.block_size(500, 9) == 0  # too small to split
+    assert top_k.block_size(None, 9) == 0
 
 
 @pytest.mark.parametrize("vocab,k", [(8000, 9), (8000, 1), (640, 9), (997, 3)])
@@ -90,7 +92,7 @@ def test_two_stage_top_k_equals_tf_top_k(vocab, k):
     logits[6, 10:] = -np.inf  # a masked row, fewer finite entries than blocks
     logits[7, ::2] = -1e9
     expected = tf.math.top_k(logits, k)
-    values, ids = search._top_k(tf.constant(logits), k)
+    values, ids = top_k.top_k(tf.constant(logits), k)
     np.testing.assert_array_equal(ids.numpy(), expected.indices.numpy())
     np.testing.assert_array_equal(values.numpy(), expected.values.numpy())
 

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 from decoding_helpers import (
     all_hypotheses,
+    decode_flags,
     eos_after_input,
     model_hparams,
     np_log_softmax,
@@ -17,12 +18,13 @@ from decoding_helpers import (
     tiny_model,
 )
 
-from t2t_lite.decode import search, transformer_step
-from t2t_lite.decode.runner import DecodeConfig, run_decode
+from t2t_lite.decode import transformer_step
+from t2t_lite.decode.runner import run_decode
 from t2t_lite.model.ensemble import Ensemble, normalized_weights
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run import Run, member_location
 from t2t_lite.run.run_info import RunInfo
+from t2t_lite.search import beam as search
 
 
 def _mixture_log_probs(models, weights, inputs, targets) -> np.ndarray:
@@ -160,8 +162,8 @@ LINES = ["1 2 3", "", "4 5 6 7 8", "9", "3 3 2"]
 def _decode(runs, tmp_path, checkpoint, **flags) -> list[str]:
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("\n".join(LINES) + "\n")
-    config = DecodeConfig(
-        runs["a"],
+    config = decode_flags(
+        output_dir=runs["a"],
         checkpoint=checkpoint,
         decode_from_file=str(source),
         decode_to_file=str(target),
@@ -170,7 +172,7 @@ def _decode(runs, tmp_path, checkpoint, **flags) -> list[str]:
         extra_length=3,
         **flags,
     )
-    run_decode(config)
+    run_decode(*config)
     return target.read_text().split("\n")[:-1]
 
 

@@ -8,11 +8,12 @@ import logging
 import math
 
 import pytest
-from decoding_helpers import write_tiny_run
+from decoding_helpers import decode_flags, write_tiny_run
 
 from t2t_lite.decode.guidance import Guide, Terminology, read_guides
-from t2t_lite.decode.runner import DecodeConfig, run_decode
+from t2t_lite.decode.runner import run_decode
 from t2t_lite.decode.translator import Translator
+from t2t_lite.run.run_flags import RunFlags
 
 LINES = ["1 2 3", "", "4 5 6 7 8", "9 9", "3 0 3"]
 
@@ -110,7 +111,7 @@ def test_sampling_takes_a_prefix_but_refuses_constraints(tmp_path):
         sampler.translate(["1 2 3"], constraints=[["6"]])
 
 
-def test_t2t_decode_flags_write_n_lines_with_alignments_and_json(tmp_path):
+def test_t2t_decode_flags_write_n_lines_with_alignments_and_json(tmp_path, monkeypatch):
     write_tiny_run(tmp_path, max_positions=32, seed=5)
     (tmp_path / "in.txt").write_text("1 2 3\n\n4 5 6\n")
     (tmp_path / "terms.tsv").write_text("5\t9 9\n")
@@ -122,10 +123,10 @@ def test_t2t_decode_flags_write_n_lines_with_alignments_and_json(tmp_path):
         "beam_size": 2,
     }
     text_out, json_out = tmp_path / "out.txt", tmp_path / "out.jsonl"
-    config = DecodeConfig(
-        str(tmp_path / "out"), decode_to_file=str(text_out), alignment=True, **common
+    config = decode_flags(
+        output_dir=str(tmp_path / "out"), decode_to_file=str(text_out), alignment=True, **common
     )
-    assert run_decode(config) == 3
+    assert run_decode(*config) == 3
     lines = text_out.read_text().split("\n")[:-1]
     texts = [line.split(" ||| ")[0] for line in lines]
     assert texts[0].split()[0] == "0" and texts[1] == "" and " 9 9 " in f" {texts[2]} "
@@ -134,10 +135,13 @@ def test_t2t_decode_flags_write_n_lines_with_alignments_and_json(tmp_path):
         pairs = [tuple(map(int, p.split("-"))) for p in alignment.split()]
         assert all(i < len(source.split()) and j < len(text.split()) for i, j in pairs)
         assert bool(pairs) == bool(source)
-    config = DecodeConfig(
-        str(tmp_path / "out"), decode_to_file=str(json_out), output_format="jsonl", **common
+    config = decode_flags(
+        output_dir=str(tmp_path / "out"),
+        decode_to_file=str(json_out),
+        output_format="jsonl",
+        **common,
     )
-    assert run_decode(config) == 3
+    assert run_decode(*config) == 3
     records = [json.loads(line) for line in json_out.read_text().split("\n")[:-1]]
     assert [len(r["hypotheses"]) for r in records] == [1, 0, 1]
     best = records[2]["hypotheses"][0]
@@ -147,9 +151,10 @@ def test_t2t_decode_flags_write_n_lines_with_alignments_and_json(tmp_path):
         best["log_prob"], abs=1e-4
     )
     (tmp_path / "prefix.txt").write_text("0\n")
-    config = DecodeConfig(str(tmp_path / "out"), decode_to_file=str(json_out), **common)
+    config = decode_flags(output_dir=str(tmp_path / "out"), decode_to_file=str(json_out), **common)
+    monkeypatch.setattr(RunFlags, "restore", lambda self: pytest.fail("read before the model"))
     with pytest.raises(ValueError, match="--prefix_file .*prefix.txt has 1 lines but the input"):
-        run_decode(config, restore=lambda: pytest.fail("read before the model"))
+        run_decode(*config)
 
 
 def test_score_file_as_json_lines_describes_each_given_target(tmp_path):
@@ -158,11 +163,14 @@ def test_score_file_as_json_lines_describes_each_given_target(tmp_path):
     (tmp_path / "ref.txt").write_text("3 2 1\n5\n7 6\n")
     common = {"decode_from_file": str(tmp_path / "in.txt"), "score_file": str(tmp_path / "ref.txt")}
     plain, described = tmp_path / "scores.txt", tmp_path / "scores.jsonl"
-    run_decode(DecodeConfig(str(tmp_path / "out"), decode_to_file=str(plain), **common))
-    config = DecodeConfig(
-        str(tmp_path / "out"), decode_to_file=str(described), output_format="jsonl", **common
+    run_decode(*decode_flags(output_dir=str(tmp_path / "out"), decode_to_file=str(plain), **common))
+    config = decode_flags(
+        output_dir=str(tmp_path / "out"),
+        decode_to_file=str(described),
+        output_format="jsonl",
+        **common,
     )
-    assert run_decode(config) == 3
+    assert run_decode(*config) == 3
     scores = plain.read_text().split("\n")[:-1]
     records = [json.loads(line)["hypotheses"] for line in described.read_text().splitlines()]
     assert scores[1] == "" and records[1] == []

@@ -77,8 +77,8 @@ def test_split_cpus_is_refused_once_tensorflow_has_run():
 
 
 def test_two_threads_decode_score_and_distill_as_one(run_dir):
-    from t2t_lite.decode.distill import best_hypotheses
     from t2t_lite.decode.translator import Translator
+    from t2t_lite.train.distill import best_hypotheses
 
     def outputs(inter_threads):
         translator = Translator.from_run(

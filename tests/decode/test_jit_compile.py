@@ -7,13 +7,14 @@ import types
 
 import numpy as np
 import pytest
-from decoding_helpers import tiny_model, write_tiny_run
+from decoding_helpers import decode_flags, tiny_model, write_tiny_run
 
-from t2t_lite.decode.runner import DecodeConfig, read_input, run_decode
+from t2t_lite.decode.runner import read_input, run_decode
 from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.layers import int8_product
 from t2t_lite.model.quantize import multiplies_in_8_bits, quantized_layers
+from t2t_lite.run.run_flags import RunFlags
 
 MAX_POSITIONS = 20  # lines of 17-19 tokens take the bucket of 24, capped at the 20 positions
 LINES = [
@@ -25,7 +26,7 @@ LINES = [
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     output_dir, model, data_dir = write_tiny_run(tmp_path_factory.mktemp("run"), MAX_POSITIONS)
-    return DecodeConfig(str(output_dir), data_dir=str(data_dir)).restore()
+    return RunFlags(str(output_dir), data_dir=str(data_dir)).restore()
 
 
 @pytest.mark.parametrize(
@@ -64,14 +65,14 @@ def test_run_decode_with_jit_compile_writes_the_plain_output(run, tmp_path):
     outputs = []
     for jit in (False, True):
         out = tmp_path / f"out.{jit}.txt"
-        config = DecodeConfig(
-            run.output_dir,
+        config = decode_flags(
+            output_dir=run.output_dir,
             decode_from_file=str(source),
             decode_to_file=str(out),
             beam_size=2,
             jit_compile=jit,
         )
-        assert run_decode(config) == len(LINES)
+        assert run_decode(*config) == len(LINES)
         outputs.append(read_input(str(out))[0])
     assert outputs[0] == outputs[1]
 
@@ -89,7 +90,7 @@ def test_jit_compile_refuses_8_bit_products_and_compiles_bfloat16_int8(tmp_path)
     multiplied in bfloat16 and compile: the plain int8 search's lines."""
     (tmp_path / "f32").mkdir()
     output_dir, _, data_dir = write_tiny_run(tmp_path / "f32", MAX_POSITIONS)
-    restored = DecodeConfig(str(output_dir), data_dir=str(data_dir), quantize="int8").restore()
+    restored = RunFlags(str(output_dir), data_dir=str(data_dir), quantize="int8").restore()
     assert multiplies_in_8_bits(restored.model)
     with pytest.raises(ValueError, match="--jit_compile with --quantize=int8 on a float32"):
         Translator(restored.model, restored.tokenizer, restored.search, jit_compile=True)
@@ -99,7 +100,7 @@ def test_jit_compile_refuses_8_bit_products_and_compiles_bfloat16_int8(tmp_path)
         13, seed=21, overrides=f",max_positions={MAX_POSITIONS},precision=mixed_bfloat16"
     )
     output_dir, _, data_dir = write_tiny_run(tmp_path / "bf16", MAX_POSITIONS, model=model)
-    restored = DecodeConfig(str(output_dir), data_dir=str(data_dir), quantize="int8").restore()
+    restored = RunFlags(str(output_dir), data_dir=str(data_dir), quantize="int8").restore()
     assert quantized_layers(restored.model) and not multiplies_in_8_bits(restored.model)
     settings = SearchSettings().override(
         extra_length=4, beam_size=1, temperature=0.0, sampling=True

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
-from decoding_helpers import write_tiny_run
+from decoding_helpers import decode_flags, write_tiny_run
 
 from t2t_lite.decode.exported import ExportedTranslator
-from t2t_lite.decode.runner import DecodeConfig, run_decode
+from t2t_lite.decode.runner import run_decode
 from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
 from t2t_lite.serve import export
@@ -26,14 +26,14 @@ def run_dir(tmp_path_factory):
 
 
 def test_translate_gives_what_t2t_decode_writes(run_dir):
-    config = DecodeConfig(
-        str(run_dir / "out"),
+    config = decode_flags(
+        output_dir=str(run_dir / "out"),
         decode_from_file=str(run_dir / "in.txt"),
         decode_to_file=str(run_dir / "decoded.txt"),
         beam_size=2,
         alpha=0.6,
     )
-    assert run_decode(config) == len(LINES)
+    assert run_decode(*config) == len(LINES)
     written = (run_dir / "decoded.txt").read_text().split("\n")[:-1]
     found = Translator.from_run(str(run_dir / "out"), beam_size=2, alpha=0.6).translate(LINES)
     assert found == written and found[1] == ""

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 from decoding_helpers import random_inputs, tiny_model, write_tiny_run
 
-from t2t_lite.decode import search, transformer_step
+from t2t_lite.decode import transformer_step
 from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model.ensemble import Ensemble
@@ -24,6 +24,7 @@ from t2t_lite.model.quantize import check_mode, quantize_model, quantized_layers
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.run import run as run_module
 from t2t_lite.run.run import Run
+from t2t_lite.search import beam as search
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 LAYERS = 2  # encoder and decoder layers

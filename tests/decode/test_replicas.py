@@ -27,7 +27,9 @@ LINES, TARGETS = MIXED_LINES, MIXED_TARGETS
 def decode_all(output_dir: str, folder: str, strategy: str) -> dict:
     """Every output t2t-decode writes for LINES with this --strategy: n-best lines, 1-best
     lines with several batches, and the scores of TARGETS."""
-    from t2t_lite.decode.runner import DecodeConfig, run_decode
+    from decoding_helpers import decode_flags
+
+    from t2t_lite.decode.runner import run_decode
 
     source, targets = os.path.join(folder, "in.txt"), os.path.join(folder, "targets.txt")
     for path, lines in ((source, LINES), (targets, TARGETS)):
@@ -41,10 +43,14 @@ def decode_all(output_dir: str, folder: str, strategy: str) -> dict:
     found = {}
     for name, settings in runs.items():
         out = os.path.join(folder, f"{name}.{strategy}.txt")
-        config = DecodeConfig(
-            output_dir, decode_from_file=source, decode_to_file=out, strategy=strategy, **settings
+        config = decode_flags(
+            output_dir=output_dir,
+            decode_from_file=source,
+            decode_to_file=out,
+            strategy=strategy,
+            **settings,
         )
-        run_decode(config)
+        run_decode(*config)
         with open(out) as f:
             found[name] = f.read().splitlines()
     return found
@@ -55,7 +61,7 @@ def two_devices_main(output_dir: str, folder: str) -> None:
 
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from t2t_lite.decode.replicas import decode_strategy
+    from t2t_lite.runtime.distribute import decode_strategy
 
     replicas = decode_strategy("mirrored").num_replicas_in_sync
     found = {s: decode_all(output_dir, folder, s) for s in ("default", "mirrored", "auto")}
@@ -125,7 +131,7 @@ def test_shares_and_padding():
 
 
 def test_strategy_names():
-    from t2t_lite.decode.replicas import decode_strategy
+    from t2t_lite.runtime.distribute import decode_strategy
 
     assert decode_strategy("default") is None
     with pytest.raises(ValueError, match="one process"):

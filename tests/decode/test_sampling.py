@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
-from decoding_helpers import write_tiny_run
+from decoding_helpers import decode_flags, write_tiny_run
 
-from t2t_lite.decode.runner import DecodeConfig, run_decode
+from t2t_lite.decode.runner import run_decode
 from t2t_lite.run.run import Run
 from t2t_lite.serve import export
 
@@ -25,14 +25,14 @@ def run_dir(tmp_path_factory):
 
 def _decode(root, name: str, **flags) -> list[str]:
     target = root / f"{name}.txt"
-    config = DecodeConfig(
-        str(root / "out"),
+    config = decode_flags(
+        output_dir=str(root / "out"),
         decode_from_file=str(root / "in.txt"),
         decode_to_file=str(target),
         extra_length=12,
         **flags,
     )
-    assert run_decode(config) == len(LINES)
+    assert run_decode(*config) == len(LINES)
     return target.read_text().split("\n")[:-1]
 
 

@@ -16,9 +16,10 @@ import tensorflow as tf
 from decoding_helpers import random_inputs, tiny_model
 
 from t2t_lite.data import shortlist
-from t2t_lite.decode import search, transformer_step
+from t2t_lite.decode import transformer_step
 from t2t_lite.hparams.search_settings import SearchSettings, parse_shortlist
 from t2t_lite.model.layers import SharedEmbedding, int8_product
+from t2t_lite.search import beam as search
 
 VOCAB = 40
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

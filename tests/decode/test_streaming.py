@@ -9,10 +9,10 @@ import pytest
 import serve_helpers
 import tensorflow as tf
 
-from t2t_lite.decode.sampling import greedy_search
 from t2t_lite.decode.streaming import TextIncrements, token_steps, unstreamable
 from t2t_lite.decode.transformer_step import model_step_fn, output_lengths
 from t2t_lite.decode.translator import Translator
+from t2t_lite.search.sampling import greedy_search
 from t2t_lite.vocabulary import EOS_ID
 
 LINES = serve_helpers.sentences(6, seed=3)

@@ -309,9 +309,9 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     import tensorflow as tf
     from decoding_helpers import model_hparams, tiny_model
 
-    from t2t_lite.decode.runner import DecodeConfig
     from t2t_lite.decode.translator import Translator
     from t2t_lite.run.layout import CHECKPOINT_DIR
+    from t2t_lite.run.run_flags import RunFlags
     from t2t_lite.run.run_info import RunInfo
 
     data_dir, output_dir = tmp_path / "data", tmp_path / "run"
@@ -328,8 +328,9 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
     lines = ["John has a dog .", "", "dog", "John has John has John has ."]
     problem = get_problem("parsing_trees")
     # The problem's default, constrained search: trees that need no repair.
-    config = DecodeConfig(str(output_dir), beam_size=2, extra_length=8)
-    translator = Translator.from_run(config.restore())
+    translator = Translator.from_run(
+        RunFlags(str(output_dir), beam_size=2, extra_length=8).restore()
+    )
     assert translator.settings.constrained
     translator.postprocess = lambda source, output: output
     for line, found in zip(lines, translator.hypotheses(lines, ["in.txt"] * 4), strict=True):
@@ -338,8 +339,8 @@ def test_t2t_decode_writes_repaired_trees_evalb_scores(tmp_path):
             assert linearize(delinearize(tokens, line.split())) == found[0].text
             assert sum(not t.startswith(("(", ")")) for t in tokens) == len(line.split())
     # Unconstrained: garbage, repaired.
-    config = DecodeConfig(str(output_dir), beam_size=2, extra_length=8, constrained=False)
-    translator = Translator.from_run(config.restore())  # what run_decode uses
+    unconstrained = RunFlags(str(output_dir), beam_size=2, extra_length=8, constrained=False)
+    translator = Translator.from_run(unconstrained.restore())  # what run_decode uses
     assert translator.postprocess.__func__ is type(problem).postprocess
     out = [h[0].text if h else "" for h in translator.hypotheses(lines, ["in.txt"] * 4)]
     assert out[1] == ""

@@ -17,6 +17,7 @@ from t2t_lite.model import lora
 from t2t_lite.run.adapter import AdapterMismatchError
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run import Run
+from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.serve.web.adapters import parse_adapters
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app
@@ -55,7 +56,7 @@ def runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(runs):
     adapters = {"calc": runs["tuned"], "none": runs["zero"]}
-    backend = load_backend(runs["parent"], search=SEARCH, adapters=adapters)
+    backend = load_backend(RunFlags(runs["parent"], **SEARCH), adapters=adapters)
     with TestClient(create_app(backend, Limits()), base_url="http://localhost") as client:
         yield client
 
@@ -96,9 +97,9 @@ def test_an_adapter_of_other_base_weights_is_refused(runs):
     _, other = parent_run(runs["root"], seed=8, name="other_parent")
     with pytest.raises(AdapterMismatchError, match=r"--adapters=calc=.*sha256 \w{16}, but the "
                        r"served --output_dir=.*other_parent has sha256 \w{16}"):  # fmt: skip
-        load_backend(other, adapters={"calc": runs["tuned"]})
+        load_backend(RunFlags(other), adapters={"calc": runs["tuned"]})
     with pytest.raises(ValueError, match="--adapters=calc=.*: not an adapter run"):
-        load_backend(runs["parent"], adapters={"calc": runs["parent"]})
+        load_backend(RunFlags(runs["parent"]), adapters={"calc": runs["parent"]})
 
 
 def test_adapters_flag_parsing():

@@ -4,18 +4,19 @@ t2t-visualize's data, and every kind of bad input gets a 4xx answer naming the f
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 
 import numpy as np
 import pytest
 import serve_helpers
+from decoding_helpers import decode_flags
 from fastapi.testclient import TestClient
 
-from t2t_lite.decode.runner import DecodeConfig, run_decode
+from t2t_lite.decode.runner import run_decode
 from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.run.run import Run
+from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.run_backend import RunBackend, TranslatorCache
@@ -38,7 +39,7 @@ def output_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def backend(output_dir):
-    return load_backend(output_dir=output_dir)
+    return load_backend(RunFlags(output_dir))
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +52,14 @@ def decoded(output_dir, tmp_path, lines, nbest, **search):
     """t2t-decode's output for `lines`: per line, [(text, score)] (Moses n-best lines)."""
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    config = DecodeConfig(
-        output_dir, decode_from_file=str(source), decode_to_file=str(target), nbest=nbest, **search
+    config = decode_flags(
+        output_dir=output_dir,
+        decode_from_file=str(source),
+        decode_to_file=str(target),
+        nbest=nbest,
+        **search,
     )
-    run_decode(config)
+    run_decode(*config)
     found = [[] for _ in lines]
     for line in target.read_text(encoding="utf-8").splitlines():
         index, text, score = line.split(" ||| ")
@@ -85,13 +90,16 @@ def test_translations_equal_t2t_decode(output_dir, client, tmp_path, search):
 def test_sampling_equals_t2t_decode_sampling(output_dir, client, tmp_path):
     lines = serve_helpers.sentences(6, seed=8)
     sampling = "temperature:1.5,top_k:20,seed:7"
-    config = DecodeConfig(output_dir, nbest=1, sampling=sampling)
     with open(tmp_path / "in.txt", "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))
-    config = dataclasses.replace(
-        config, decode_from_file=str(tmp_path / "in.txt"), decode_to_file=str(tmp_path / "out")
+    config = decode_flags(
+        output_dir=output_dir,
+        decode_from_file=str(tmp_path / "in.txt"),
+        decode_to_file=str(tmp_path / "out"),
+        nbest=1,
+        sampling=sampling,
     )
-    run_decode(config)
+    run_decode(*config)
     expected = (tmp_path / "out").read_text(encoding="utf-8").splitlines()
     answer = client.post("/api/translate", json={"sentences": lines, "sampling": sampling})
     assert answer.status_code == 200, answer.text
@@ -105,7 +113,7 @@ def test_int8_backend_serves_what_t2t_decode_quantize_writes(output_dir, tmp_pat
     """t2t-serve --quantize=int8 serves t2t-decode --quantize=int8's hypotheses and scores."""
     lines = serve_helpers.sentences(6, seed=11)
     expected = decoded(output_dir, tmp_path, lines, 2, quantize="int8")
-    backend = load_backend(output_dir=output_dir, quantize="int8")
+    backend = load_backend(RunFlags(output_dir, quantize="int8"))
     assert backend.facts()["quantize"] == "int8"
     with TestClient(create_app(backend, LIMITS), base_url="http://localhost") as int8_client:
         body = int8_client.post("/api/translate", json={"sentences": lines, "nbest": 2}).json()
@@ -120,7 +128,7 @@ def test_jit_compile_backend_serves_the_plain_searchs_hypotheses(output_dir, cli
     serves the hypotheses and scores of the plain search."""
     lines = serve_helpers.sentences(6, seed=12)
     request = {"sentences": lines, "nbest": 2}
-    backend = load_backend(output_dir=output_dir, jit_compile=True)
+    backend = load_backend(RunFlags(output_dir), jit_compile=True)
     assert backend.translators.get(backend.capabilities.defaults).jit_compile
     with TestClient(create_app(backend, LIMITS), base_url="http://localhost") as compiled_client:
         compiled = compiled_client.post("/api/translate", json=request).json()["results"]
@@ -321,15 +329,15 @@ def test_load_backend_flags_and_binding_warning(output_dir):
     with pytest.raises(ValueError, match="exactly one of --output_dir"):
         load_backend()
     with pytest.raises(ValueError, match="exactly one of --output_dir"):
-        load_backend(output_dir=output_dir, export_dir="x")
+        load_backend(RunFlags(output_dir), export_dir="x")
     with pytest.raises(ValueError, match="--beam_size, --checkpoint: only with --output_dir"):
-        load_backend(export_dir="x", checkpoint="c", search={"beam_size": 2, "alpha": None})
+        load_backend(RunFlags(checkpoint="c", beam_size=2), export_dir="x")
     with pytest.raises(ValueError, match="--quantize: only with --output_dir"):
-        load_backend(export_dir="x", quantize="int8")
+        load_backend(RunFlags(quantize="int8"), export_dir="x")
     with pytest.raises(ValueError, match="--jit_compile: only with --output_dir"):
         load_backend(export_dir="x", jit_compile=True)
     with pytest.raises(ValueError, match="--version_labels: only with --export_dir"):
-        load_backend(output_dir=output_dir, version_labels={"stable": "1"})
+        load_backend(RunFlags(output_dir), version_labels={"stable": "1"})
     assert parse_names("stable=7, canary=8", "--version_labels") == {"stable": "7", "canary": "8"}
     with pytest.raises(ValueError, match="--version_labels: 'stable' is not NAME=VALUE"):
         parse_names("stable", "--version_labels")

@@ -11,9 +11,10 @@ from fastapi.testclient import TestClient
 from serve_helpers import server_events
 
 from t2t_lite.decode.guidance import Terminology
-from t2t_lite.decode.markup import MAX_NESTING
 from t2t_lite.decode.translator import Translator
+from t2t_lite.document.markup import MAX_NESTING
 from t2t_lite.run.run import Run
+from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.server import load_backend
@@ -36,7 +37,7 @@ def output_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(output_dir):
     with TestClient(
-        create_app(load_backend(output_dir=output_dir), LIMITS), base_url="http://localhost"
+        create_app(load_backend(RunFlags(output_dir)), LIMITS), base_url="http://localhost"
     ) as client:
         yield client
 
@@ -138,7 +139,7 @@ def test_markup_nested_too_deep_is_a_422_streamed_or_not(output_dir):
     limits = Limits(max_sentences=4, max_characters=2500, max_concurrent=1, max_beam_size=6)
     quoted = 'we saw <a title="x>y">the box</a> here\n'
     with TestClient(
-        create_app(load_backend(output_dir=output_dir), limits), base_url="http://localhost"
+        create_app(load_backend(RunFlags(output_dir)), limits), base_url="http://localhost"
     ) as client:
         for stream in (False, True):
             answer = client.post("/api/document", json={"text": deep, "stream": stream})

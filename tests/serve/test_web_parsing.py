@@ -11,6 +11,7 @@ from t2t_lite.data.trees import Tree, parse_tree
 from t2t_lite.decode.translator import Translator
 from t2t_lite.metrics import evalb
 from t2t_lite.run.run import Run
+from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.server import load_backend
 from t2t_lite.serve.web.trees import MAX_DEPTH, tree_json
@@ -27,7 +28,7 @@ def output_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(output_dir):
     with TestClient(
-        create_app(load_backend(output_dir=output_dir, search=SEARCH)), base_url="http://localhost"
+        create_app(load_backend(RunFlags(output_dir, **SEARCH))), base_url="http://localhost"
     ) as client:
         yield client
 

@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 from command_helpers import run_json
 
-from t2t_lite.decode.search import SearchResult
 from t2t_lite.hparams import get_hparams
+from t2t_lite.search.beam import SearchResult
 from t2t_lite.train.evaluation import dev_bleu, dev_scores, dev_texts
 
 

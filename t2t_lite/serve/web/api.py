@@ -284,7 +284,7 @@ def resolve_settings(
 
 
 def resolve_controls(fields: SearchFields, capabilities: Capabilities, nbest: int) -> dict:
-    """The request's repetition and length controls (t2t_lite.decode.controls) that differ
+    """The request's repetition and length controls (t2t_lite.search.controls) that differ
     from the backend's defaults; an ApiError 422 names one out of range, or one this backend
     cannot change (a SavedModel's guided signature gives the best translation only, an older
     export none)."""

@@ -1,6 +1,6 @@
 """`POST /api/document`: a whole document translated in its layout, streamed sentence by sentence.
 
-The document goes through `t2t_lite.decode.document` as `t2t-decode --input_format=document`
+The document goes through `t2t_lite.document.document` as `t2t-decode --input_format=document`
 and `Translator.translate_document` take it. With `"stream": true` (the default) the answer is
 server-sent events (`text/event-stream`), one per step of `translate_events`:
 
@@ -13,7 +13,7 @@ server-sent events (`text/event-stream`), one per step of `translate_events`:
 With `"stream": false` the answer is {"document": ..., "settings": ...} once all is done. A
 document holds up to --max_sentences x --max_characters characters; it takes one of the
 --max_concurrent slots for as long as it runs. A document that cannot be read (markup nested
-deeper than `t2t_lite.decode.markup.MAX_NESTING`) is a 422 naming its line, streamed or not,
+deeper than `t2t_lite.document.markup.MAX_NESTING`) is a 422 naming its line, streamed or not,
 before any event.
 """
 
@@ -29,9 +29,9 @@ from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from t2t_lite.decode.document import Engine, translate_events
 from t2t_lite.decode.guidance import Terminology, terminology_guides
-from t2t_lite.decode.markup import read_pharaoh
+from t2t_lite.document.document import Engine, translate_events
+from t2t_lite.document.markup import read_pharaoh
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.serve.web import adapters, api
 from t2t_lite.serve.web.backend import Backend

@@ -19,10 +19,12 @@ from typing import Any
 import tensorflow as tf
 
 from t2t_lite.decode.confidence import Calibration
-from t2t_lite.decode.document import Engine, translator_engine
+from t2t_lite.decode.document_engine import translator_engine
 from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
+from t2t_lite.document.document import Engine
 from t2t_lite.hparams import SearchSettings
+from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.run.run import Run
 from t2t_lite.serve.facts import run_facts
 from t2t_lite.serve.web.backend import (
@@ -100,9 +102,9 @@ class RunBackend:
             defaults=defaults,
             search_fixed=False,
             max_nbest=None,
-            attention=hasattr(run.model, "attention_maps"),  # an ensemble has none
+            attention=not isinstance(run.model, Ensemble),  # an ensemble has no attention maps
             parsing=run.problem.metric == PARSING_METRIC,
-            guided_nbest=None if hasattr(run.model, "attention_maps") else 0,
+            guided_nbest=0 if isinstance(run.model, Ensemble) else None,
             streams=True,
         )
 

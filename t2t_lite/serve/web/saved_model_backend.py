@@ -14,7 +14,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t_lite.decode.controls import Controls
 from t2t_lite.decode.exported import (
     ATTENTION_SIGNATURE,
     GUIDED_SIGNATURE,
@@ -23,6 +22,7 @@ from t2t_lite.decode.exported import (
 )
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.problems import get_problem
+from t2t_lite.search.controls import Controls
 from t2t_lite.serve.web.backend import (
     PARSING_METRIC,
     Capabilities,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import socket
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from absl import logging
 
+from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.serve.web.adapters import parse_adapters as parse_adapters  # t2t-serve's
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app, is_loopback
@@ -17,57 +17,46 @@ from t2t_lite.serve.web.backend import Backend
 
 
 def load_backend(
-    output_dir: str | None = None,
+    run: RunFlags | None = None,
     export_dir: str | None = None,
-    checkpoint: str | None = None,
-    data_dir: str | None = None,
-    search: Mapping[str, Any] | None = None,
-    quantize: str = "none",
     jit_compile: bool = False,
     model_name: str | None = None,
     adapters: Mapping[str, str] | None = None,
     version_labels: Mapping[str, str] | None = None,
 ) -> Backend:
-    """A `RunBackend` for `output_dir` (restored as t2t-decode restores it, `search` over the
-    problem's defaults, `quantize` and `jit_compile` as t2t-decode's flags) or a
-    `SavedModelBackend` for `export_dir`, served under TF Serving's REST API as `model_name`
-    (default: the export folder's name), its version named by `version_labels` ({label:
-    version}); exactly one of the two. `adapters` ({name: adapter run}) adds LoRA adapters
-    over the run, chosen per request (t2t_lite.serve.web.adapters)."""
-    if bool(output_dir) == bool(export_dir):
+    """A `RunBackend` of the run that `run` restores (`RunFlags.restore`, as t2t-decode
+    restores it; `jit_compile` as t2t-decode's flag) or a `SavedModelBackend` for
+    `export_dir`, served under TF Serving's REST API as `model_name` (default: the export
+    folder's name), its version named by `version_labels` ({label: version}); exactly one of
+    `run.output_dir` and `export_dir`. `adapters` ({name: adapter run}) adds LoRA adapters over
+    the run, chosen per request (t2t_lite.serve.web.adapters), each restored with the run's
+    flags (`RunFlags.for_run`)."""
+    run = run or RunFlags()
+    if bool(run.output_dir) == bool(export_dir):
         raise ValueError(
             "give exactly one of --output_dir (a training run) and --export_dir (a SavedModel)"
         )
     if version_labels and not export_dir:
         raise ValueError("--version_labels: only with --export_dir (TF Serving's REST API)")
     if export_dir:
-        given = {f"--{name}": value for name, value in (search or {}).items()}
-        given.update({"--checkpoint": checkpoint, "--data_dir": data_dir})
-        given["--quantize"] = quantize if quantize != "none" else None
-        given["--jit_compile"] = jit_compile or None
-        given["--adapters"] = ",".join(adapters or {}) or None
-        flags = sorted(name for name, value in given.items() if value is not None)
-        if flags:
+        given = [name for name in run.given() if name != "--usr_dir"]  # a problem: harmless
+        given += ["--jit_compile"] * jit_compile + ["--adapters"] * bool(adapters)
+        if given:
             raise ValueError(
-                f"{', '.join(flags)}: only with --output_dir; a SavedModel's checkpoint, "
+                f"{', '.join(sorted(given))}: only with --output_dir; a SavedModel's checkpoint, "
                 "vocabulary, search settings and weights are fixed at export (t2t-export "
                 "--quantize=int8 writes int8 weights)"
             )
         from t2t_lite.serve.web.saved_model_backend import SavedModelBackend
 
         return SavedModelBackend(export_dir, model_name, dict(version_labels or {}))
-    from t2t_lite.run.run import Run
     from t2t_lite.serve.web.run_backend import RunBackend
 
-    run = Run.restore(output_dir, checkpoint, data_dir, search=search, quantize=quantize)
-    backend = RunBackend(run, jit_compile=jit_compile)
+    backend = RunBackend(run.restore(), jit_compile=jit_compile)
     if adapters:
         from t2t_lite.serve.web.adapters import load_adapters
 
-        def restore(folder: str) -> Run:
-            return Run.restore(folder, data_dir=data_dir, search=search, quantize=quantize)
-
-        load_adapters(backend, adapters, restore, jit_compile)
+        load_adapters(backend, adapters, lambda folder: run.for_run(folder).restore(), jit_compile)
     return backend
 
 

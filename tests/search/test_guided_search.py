@@ -17,10 +17,10 @@ from decoding_helpers import (
     tiny_model,
 )
 
-from t2t_lite.decode import search as search_module
 from t2t_lite.decode import transformer_step
-from t2t_lite.decode.constraint import constrained_step_fn
-from t2t_lite.decode.terminology import TermConstraint, advance, bank, phrases_met
+from t2t_lite.search import beam as search_module
+from t2t_lite.search.constraint import constrained_step_fn
+from t2t_lite.search.terminology import TermConstraint, advance, bank, phrases_met
 
 INPUTS = np.array([[2, 3, 4, 1], [4, 4, 3, 1]], np.int32)
 

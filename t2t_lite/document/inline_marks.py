@@ -1,4 +1,4 @@
-"""The inline marks of a paragraph's text, found for `t2t_lite.decode.markup` to take out:
+"""The inline marks of a paragraph's text, found for `t2t_lite.document.markup` to take out:
 
 - tags: `<b>`, `</b>`, `<br/>`, `<a href="x.html" title="a > b">` (a quoted attribute may hold
   `>`), and autolinks `<https://x.org>`, `<name@x.org>` (points);

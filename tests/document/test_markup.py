@@ -1,5 +1,5 @@
 """Markup and placeholders taken out of a paragraph and put back into its translation by word
-alignment (`t2t_lite.decode.markup`): literal examples, and random trees of tags over random
+alignment (`t2t_lite.document.markup`): literal examples, and random trees of tags over random
 alignments, where every tag in must be out once, well nested, around the translation's words."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from t2t_lite.decode import inline_marks
-from t2t_lite.decode.markup import (
+from t2t_lite.document import inline_marks
+from t2t_lite.document.markup import (
     MAX_NESTING,
     Mark,
     has_text,

@@ -1,6 +1,6 @@
 """Inline markup and placeholders carried through translation by word alignment.
 
-`mask(text)` takes a paragraph's inline marks (`t2t_lite.decode.inline_marks`: tags such as
+`mask(text)` takes a paragraph's inline marks (`t2t_lite.document.inline_marks`: tags such as
 `<b>...</b>`, `<a href="...">`, `<ph/>`; Markdown's `**strong**`, `*emphasis*`, `[links](url)`
 and `` `code` ``; placeholders such as `{name}`, `%s`, URLs, and numbers the tokenizer would
 break) out of the text, leaving plain text for the model and a `Mark` for each piece taken out:
@@ -34,7 +34,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
-from t2t_lite.decode import inline_marks
+from t2t_lite.document import inline_marks
 
 MAX_NESTING = 100  # pairs of marks inside one another in a paragraph; deeper is refused
 _PUNCT = set(".,;:!?)]}\"'»«“”„‘’…")

@@ -80,7 +80,7 @@ def bank(state: TermState) -> tf.Tensor:
 
 
 class TermConstraint:
-    """A `t2t_lite.decode.constraint.Constraint`: EOS only once every phrase is met; right
+    """A `t2t_lite.search.constraint.Constraint`: EOS only once every phrase is met; right
     after a phrase, none of the `continuations` ([vocab] bool: the ids that continue the word
     before them, e.g. SentencePiece pieces without "▁"; `Tokenizer.word_continuations`), so
     that "Tabelle" is not written as the start of "Tabellen"."""

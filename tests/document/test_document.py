@@ -1,4 +1,4 @@
-"""Whole documents (`t2t_lite.decode.document`, `sentences`): the layout read and written back,
+"""Whole documents (`t2t_lite.document.document`, `sentences`): the layout read and written back,
 sentences split by sentencex, too-long sentences split at clauses, the progress events, and the
 same through a Translator and t2t-decode --input_format=document, held to translating each
 sentence on its own."""
@@ -12,14 +12,15 @@ import logging
 import re
 
 import pytest
-from decoding_helpers import reverse_engine, write_tiny_run
+from decoding_helpers import decode_flags, reverse_engine, write_tiny_run
 
-from t2t_lite.decode import inline_marks
-from t2t_lite.decode.document import Unit, parse, translate_document, translate_events
-from t2t_lite.decode.markup import MAX_NESTING, mask
-from t2t_lite.decode.runner import DecodeConfig, run_decode
-from t2t_lite.decode.sentences import Sentence, fit_sentences, split_sentences
+from t2t_lite.decode.runner import run_decode
 from t2t_lite.decode.translator import Translator
+from t2t_lite.document import inline_marks
+from t2t_lite.document.document import Unit, parse, translate_document, translate_events
+from t2t_lite.document.markup import MAX_NESTING, mask
+from t2t_lite.document.sentences import Sentence, fit_sentences, split_sentences
+from t2t_lite.run.run_flags import RunFlags
 
 DOCUMENT = """# The <b>title</b>
 
@@ -177,8 +178,8 @@ def test_a_document_takes_terminology_as_its_lines_do(run_dir, tmp_path):
     """--terminology with a document: each sentence is held to the target terms of the source
     terms in it, as the same sentence on a line of its own with those constraints."""
     (tmp_path / "terms.tsv").write_text("# source<TAB>target\n3\t9 9\n6\t2\n")
-    config = _document_config(run_dir, tmp_path, "1 2 <b>3 4</b> 5\n\n6 7 8\n")
-    assert run_decode(dataclasses.replace(config, terminology=str(tmp_path / "terms.tsv"))) == 3
+    flags = _document_flags(run_dir, tmp_path, "1 2 <b>3 4</b> 5\n\n6 7 8\n")
+    assert run_decode(*decode_flags(**flags, terminology=str(tmp_path / "terms.tsv"))) == 3
     translator = Translator.from_run(str(run_dir / "out"), beam_size=2)
     expected = translator.translate(["1 2 3 4 5", "6 7 8"], constraints=[["9 9"], ["2"]])
     assert "9 9" in expected[0] and "2" in expected[1].split()
@@ -188,30 +189,29 @@ def test_a_document_takes_terminology_as_its_lines_do(run_dir, tmp_path):
     assert _Tags(paragraphs[0]).tags == _Tags("<b></b>").tags
 
 
-def _document_config(run_dir, tmp_path, document: str) -> DecodeConfig:
+def _document_flags(run_dir, tmp_path, document: str) -> dict:
     """t2t-decode --input_format=document of `document` (written to doc.md) into out.md."""
     (tmp_path / "doc.md").write_text(document)
-    return DecodeConfig(
-        str(run_dir / "out"),
-        decode_from_file=str(tmp_path / "doc.md"),
-        decode_to_file=str(tmp_path / "out.md"),
-        input_format="document",
-        beam_size=2,
-    )
+    return {
+        "output_dir": str(run_dir / "out"),
+        "decode_from_file": str(tmp_path / "doc.md"),
+        "decode_to_file": str(tmp_path / "out.md"),
+        "input_format": "document",
+        "beam_size": 2,
+    }
 
 
 def test_t2t_decode_input_format_document(run_dir, tmp_path):
-    config = _document_config(run_dir, tmp_path, "# 1 2 3\n\n- 4 <b>5</b>\n- 6\n")
-    assert run_decode(config) == 4
+    flags = _document_flags(run_dir, tmp_path, "# 1 2 3\n\n- 4 <b>5</b>\n- 6\n")
+    assert run_decode(*decode_flags(**flags)) == 4
     translator = Translator.from_run(str(run_dir / "out"), beam_size=2)
     written = (tmp_path / "out.md").read_text()
     assert written == translator.translate_document("# 1 2 3\n\n- 4 <b>5</b>\n- 6\n")
     lines = written.split("\n")
     assert lines[0].startswith("# ") and lines[1] == "" and lines[2].startswith("- ")
     for flag, value in (("nbest", 2), ("alignment", True), ("score_file", "x")):
-        bad = DecodeConfig(**{**vars(config), flag: value})
         with pytest.raises(ValueError, match="--input_format=document"):
-            run_decode(bad)
+            run_decode(*decode_flags(**{**flags, flag: value}))
 
 
 MARKDOWN = '# 1 **2 3** 4\n\n5 *6 [7 8](https://x.org/a_b "t t")* `9 0` __1__ _2_ 3 ![4](x.png)\n'
@@ -246,17 +246,19 @@ def test_markdown_marks_come_back_through_a_translator_and_t2t_decode(run_dir, t
     expected = translator.translate(["1 2 3 4", "5 6 7 8 1 2 3 4"])
     for text, plain in zip((heading[2:], paragraph), expected, strict=True):
         assert _MARKDOWN_MARK.sub(" ", text).split() == plain.split()
-    config = _document_config(run_dir, tmp_path, MARKDOWN)
-    assert run_decode(config) == 3
+    assert run_decode(*decode_flags(**_document_flags(run_dir, tmp_path, MARKDOWN))) == 3
     assert (tmp_path / "out.md").read_text() == found
 
 
-def test_markup_nested_too_deep_is_refused_by_line_before_the_model_loads(run_dir, tmp_path):
+def test_markup_nested_too_deep_is_refused_by_line_before_the_model_loads(
+    run_dir, tmp_path, monkeypatch
+):
     deep = "1 2\n\n3 " + "<b>" * 10_000 + "4" + "</b>" * 10_000 + "\n"
-    config = _document_config(run_dir, tmp_path, deep)
+    flags = _document_flags(run_dir, tmp_path, deep)
     message = f"^{tmp_path / 'doc.md'}:3: markup nested more than {MAX_NESTING} levels deep"
-    with pytest.raises(ValueError, match=message):
-        run_decode(config, restore=lambda: pytest.fail("restored"))
+    with monkeypatch.context() as patched, pytest.raises(ValueError, match=message):
+        patched.setattr(RunFlags, "restore", lambda self: pytest.fail("restored"))
+        run_decode(*decode_flags(**flags))
     assert not (tmp_path / "out.md").exists()
     translator = Translator.from_run(str(run_dir / "out"), beam_size=2)
     with pytest.raises(ValueError, match=f"^document:3: markup nested more than {MAX_NESTING}"):

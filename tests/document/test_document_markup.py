@@ -1,4 +1,4 @@
-"""Hostile markup through the whole document path (`t2t_lite.decode.document` over a scripted
+"""Hostile markup through the whole document path (`t2t_lite.document.document` over a scripted
 engine that reverses each sentence): random deep, unbalanced, unclosed and interleaved tags,
 quoted `>` and huge attributes, and one document of about 5 MB. Each document either comes back
 with every tag once, its pairs well nested and its words all translated, or is refused with
@@ -14,8 +14,8 @@ import time
 import pytest
 from decoding_helpers import reverse_engine
 
-from t2t_lite.decode.document import translate_document
-from t2t_lite.decode.markup import MAX_NESTING
+from t2t_lite.document.document import translate_document
+from t2t_lite.document.markup import MAX_NESTING
 
 WORDS = ["w1", "w2", "w3.", "w4,", "w5", "w6?"]
 LONG_WORDS = ["configuration", "spreadsheet", "documents.", "alignment,", "translation", "w6?"]

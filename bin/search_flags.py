@@ -1,24 +1,16 @@
 """The search flags that t2t-decode, t2t-export, t2t-serve and t2t-visualize share, and
 --quantize.
 
-Each flag is a `SearchSettings` field; left unset, it takes the problem's `decode_defaults` in
-`Run.restore`. Defining them once keeps the three commands' names, bounds and help alike.
+Each flag is a `SearchSettings` field, read into a `RunFlags` (`run_flags.from_flags`); left
+unset, it takes the problem's `decode_defaults`. Defining them once keeps the commands' names,
+bounds and help alike.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from absl import flags
 
-from t2t_lite.hparams.search_settings import (
-    CONTROL_FLAGS,
-    QUANTIZE_MODES,
-    parse_sampling,
-    parse_shortlist,
-)
-
-SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained") + CONTROL_FLAGS
+from t2t_lite.hparams.search_settings import QUANTIZE_MODES
 
 
 def define_search_flags() -> None:
@@ -58,7 +50,7 @@ def define_search_flags() -> None:
 
 def define_control_flags() -> None:
     """Defines --no_repeat_ngram_size, --repetition_penalty, --min_length and --disable_unk
-    (`t2t_lite.decode.controls`; docs/control.md)."""
+    (`t2t_lite.search.controls`; docs/control.md)."""
     flags.DEFINE_integer(
         "no_repeat_ngram_size",
         None,
@@ -81,16 +73,6 @@ def define_control_flags() -> None:
     flags.DEFINE_boolean(
         "disable_unk", None, "Never generate the unknown piece <unk> (default: allowed)."
     )
-
-
-def search_overrides(values: flags.FlagValues = flags.FLAGS) -> dict[str, Any]:
-    """The search flags' values, None where unset, for `Run.restore(search=...)`."""
-    overrides = {name: values[name].value for name in SEARCH_FLAGS}
-    if values["sampling"].value is not None:
-        overrides.update(parse_sampling(values["sampling"].value))
-    if values["shortlist"].value is not None:
-        overrides["shortlist"] = parse_shortlist(values["shortlist"].value)
-    return overrides
 
 
 def define_quantize_flag() -> None:

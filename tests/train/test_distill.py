@@ -1,4 +1,4 @@
-"""t2t-distill (t2t_lite.decode.distill) on a tiny copy problem of three training shards and a
+"""t2t-distill (t2t_lite.train.distill) on a tiny copy problem of three training shards and a
 random teacher: N examples in give N out in the same order, the targets are what `Translator`
 gives for the same source lines (the slow path), a rerun rewrites only a missing shard, the
 student's data reads as a data_dir, and each refusal comes before anything is written."""
@@ -21,17 +21,18 @@ import tensorflow as tf
 from decoding_helpers import model_hparams, tiny_model
 
 from t2t_lite.data import load_tokenizer, shard_check
-from t2t_lite.decode import distill as distilling
-from t2t_lite.decode.distill import DistillConfig, distill
-from t2t_lite.decode.distill_progress import DistillProgress
 from t2t_lite.decode.translator import Translator
 from t2t_lite.hparams import get_hparams
 from t2t_lite.problems import datagen_options, get_problem, read_metadata
 from t2t_lite.problems.algorithmic import AlgorithmicCopy
 from t2t_lite.problems.registry import register_problem
 from t2t_lite.run.layout import CHECKPOINT_DIR
+from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
+from t2t_lite.train import distill as distilling
+from t2t_lite.train.distill import DistillConfig, distill
+from t2t_lite.train.distill_progress import DistillProgress
 
 PROBLEM = "distill_test_copy"
 SHARDS = ["train-00000.tfrecord", "train-00001.tfrecord", "train-00002.tfrecord"]
@@ -78,7 +79,8 @@ def distilled(teacher, tmp_path_factory):
     """The student's data_dir, distilled once with beam 2 and the metadata it returned."""
     data_dir, teacher_dir = teacher
     output = tmp_path_factory.mktemp("student") / "data"
-    config = DistillConfig(str(teacher_dir), str(data_dir), str(output), search={"beam_size": 2})
+    teacher_flags = RunFlags(str(teacher_dir), data_dir=str(data_dir), beam_size=2)
+    config = DistillConfig(teacher_flags, str(output))
     return config, distill(config)
 
 
@@ -158,7 +160,7 @@ def test_other_search_settings_translate_again(teacher, distilled, tmp_path):
     config, _ = distilled
     copy = tmp_path / "copy"
     shutil.copytree(config.output_data_dir, copy)
-    greedy = DistillConfig(config.teacher, config.data_dir, str(copy), search={"beam_size": 1})
+    greedy = DistillConfig(dataclasses.replace(config.teacher, beam_size=1), str(copy))
     metadata = distill(greedy)
     assert metadata["distilled"]["search"]["beam_size"] == 1
     for name in SHARDS:
@@ -209,7 +211,9 @@ def test_hypothesis_ids_end_at_the_first_eos_or_padding():
 def test_refusals_come_before_anything_is_written(teacher, tmp_path):
     data_dir, teacher_dir = teacher
     data_files = sorted(os.listdir(data_dir))
-    config = DistillConfig(str(teacher_dir), str(data_dir), str(tmp_path / "out"))
+    config = DistillConfig(
+        RunFlags(str(teacher_dir), data_dir=str(data_dir)), str(tmp_path / "out")
+    )
 
     def refused(match: str, **changes) -> None:
         with pytest.raises(ValueError, match=match):
@@ -228,7 +232,8 @@ def test_refusals_come_before_anything_is_written(teacher, tmp_path):
     shutil.copytree(teacher_dir, stranger)
     info = RunInfo.load(str(stranger))
     dataclasses.replace(info, vocab_sha256="0" * 64).save(str(stranger))
-    refused("was trained with another vocabulary", teacher=str(stranger))
+    stranger_flags = dataclasses.replace(config.teacher, output_dir=str(stranger))
+    refused("was trained with another vocabulary", teacher=stranger_flags)
     assert not (tmp_path / "out").exists()
     assert os.listdir(other) == ["notes.txt"]
     assert sorted(os.listdir(data_dir)) == data_files
@@ -268,7 +273,7 @@ def test_a_damaged_source_shard_is_named(teacher, tmp_path):
     shard = copy / SHARDS[1]
     size = shard.stat().st_size
     shard.write_bytes(shard.read_bytes()[:-20])  # truncated
-    config = DistillConfig(str(teacher_dir), str(copy), str(tmp_path / "out"))
+    config = DistillConfig(RunFlags(str(teacher_dir), data_dir=str(copy)), str(tmp_path / "out"))
     with pytest.raises(shard_check.DamagedShardError) as refused:
         distill(config)
     assert str(refused.value).startswith(

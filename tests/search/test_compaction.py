@@ -1,5 +1,5 @@
-"""Batch compaction (`compaction.compacting_beam_search`) against the search that steps every
-sentence to the end (`search.beam_search`): the same hypotheses, with fewer rows stepped."""
+"""Batch compaction (`beam_search(compact=True)`) against the search that steps every sentence
+to the end (`compact=False`): the same hypotheses, with fewer rows stepped."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,8 @@ import tensorflow as tf
 from decoding_helpers import random_inputs, scripted_step_fn, tiny_model
 from onednn import onednn_on
 
-from t2t_lite.decode import compaction, search, transformer_step
+from t2t_lite.decode import transformer_step
+from t2t_lite.search import beam as search
 
 ONEDNN = onednn_on()
 
@@ -23,7 +24,7 @@ def _scripted(batch, steps, vocab, seed):
 
 
 # Beam 1 is t2t-decode's greedy search, whose steps never gather the cache: the compaction
-# gathers it (`compaction._compact`), which the cache check below holds.
+# gathers it (`compaction.compact`), which the cache check below holds.
 @pytest.mark.parametrize("beam,nbest", [(4, 1), (4, 3), (1, 1)])
 def test_scripted_search_is_the_uncompacted_one(beam, nbest):
     batch, steps, vocab = 16, 12, 9
@@ -42,8 +43,16 @@ def test_scripted_search_is_the_uncompacted_one(beam, nbest):
         return step_fn(ids, index, cache)
 
     state = {"sentence": tf.range(batch)}
-    found = compaction.compacting_beam_search(
-        with_state, cache, state, batch, beam, 0.6, max_lengths, nbest=nbest
+    found = search.beam_search(
+        with_state,
+        cache,
+        batch,
+        beam,
+        0.6,
+        max_lengths,
+        nbest=nbest,
+        sentence_state=state,
+        compact=True,
     )
     np.testing.assert_array_equal(found.ids.numpy(), full.ids.numpy())
     # The same scores, to the last bit where oneDNN computes; TensorFlow's own kernels (an
@@ -80,3 +89,35 @@ def test_the_model_finds_the_same_hypotheses_with_and_without_compaction(dtype, 
         np.testing.assert_allclose(got.numpy()[same], expected.numpy()[same], atol=1e-5)
     lengths = (full.ids.numpy()[:, 0] > 0).sum(-1)
     assert lengths.min() < lengths.max()  # the sentences did finish at different steps
+
+
+def test_a_compacting_search_without_sentence_state_is_the_uncompacted_one():
+    # A step function of three arguments (no state of its own per sentence) compacts too: only
+    # the search's state and the cache's rows follow the kept sentences.
+    batch, steps, vocab = 12, 10, 7
+    table = _scripted(batch, steps, vocab, seed=7)
+    max_lengths = np.random.default_rng(1).integers(2, steps + 1, size=batch)
+    step_fn, cache, _ = scripted_step_fn(table)
+    rows_seen = []
+
+    def counted(ids, index, cache):
+        rows_seen.append(int(tf.shape(ids)[0]))
+        return step_fn(ids, index, cache)
+
+    full = search.beam_search(step_fn, cache, batch, 3, 0.6, max_lengths, nbest=2)
+    compacted = search.beam_search(
+        counted, cache, batch, 3, 0.6, max_lengths, nbest=2, compact=True
+    )
+    assert rows_seen[0] == batch * 3 and rows_seen[-1] < batch * 3  # sentences did leave
+    np.testing.assert_array_equal(compacted.ids.numpy(), full.ids.numpy())
+    np.testing.assert_array_max_ulp(
+        compacted.log_probs.numpy(), full.log_probs.numpy(), maxulp=0 if ONEDNN else 1
+    )
+
+
+@pytest.mark.parametrize("option", ["buffer_length", "banks"])
+def test_a_compacting_search_refuses_fixed_buffers_and_banks(option):
+    table = _scripted(2, 4, 5, seed=0)
+    step_fn, cache, _ = scripted_step_fn(table)
+    with pytest.raises(ValueError, match="compacting beam search takes no buffer_length"):
+        search.beam_search(step_fn, cache, 2, 2, 0.6, 4, compact=True, **{option: 4})

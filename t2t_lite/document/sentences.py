@@ -1,7 +1,7 @@
 """A paragraph's sentences, each short enough for the model.
 
 Sentences come from sentencex (Wikimedia's segmenter, rules for about 300 languages, abbreviations
-included), over the paragraph's plain text (`t2t_lite.decode.markup`). A sentence is a range of
+included), over the paragraph's plain text (`t2t_lite.document.markup`). A sentence is a range of
 the paragraph's whitespace-separated words, so that word alignments of its translation count
 from the paragraph's words.
 

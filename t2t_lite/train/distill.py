@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -43,13 +42,14 @@ from t2t_lite.data import VOCAB_FILES, shard_check
 from t2t_lite.data.pipeline import parse_examples
 from t2t_lite.data.shards import serialize_example, summarize
 from t2t_lite.decode.batches import token_batches
-from t2t_lite.decode.distill_progress import DistillProgress
 from t2t_lite.decode.translator import Translator
 from t2t_lite.problems.base import METADATA, read_metadata
 from t2t_lite.run.run import Run
+from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime import atomic_io
 from t2t_lite.runtime.threads import map_batches, split_cpus
+from t2t_lite.train.distill_progress import DistillProgress
 from t2t_lite.vocabulary import EOS_ID
 
 STATE = "distill.json"  # written first: the folder is t2t-distill's, made from this data_dir
@@ -60,20 +60,23 @@ _TRAIN_FILE = re.compile(rf"{SPLIT}-\d+\.(tfrecord|stats\.json)")
 
 @dataclasses.dataclass(frozen=True)
 class DistillConfig:
-    """What t2t-distill is asked for: the teacher's run folder and `checkpoint` (default: the
-    one t2t-decode restores; several, comma-separated, for an ensemble), the data_dir whose
-    train split is translated, the output_data_dir, `search` settings over the teacher's own
-    (None values ignored, as by `Run.restore`), `quantize` ("int8"), `batch_tokens` and
-    `inter_threads` (batches searched at once: `t2t_lite.runtime.threads`)."""
+    """What t2t-distill is asked for: the `teacher`'s run flags (--teacher as the output_dir;
+    --checkpoint, several for an ensemble; --data_dir, whose train split is translated and whose
+    vocabulary the teacher's must be; the search flags over the teacher's own; --quantize), the
+    output_data_dir, `batch_tokens` and `inter_threads` (batches searched at once:
+    `t2t_lite.runtime.threads`)."""
 
-    teacher: str
-    data_dir: str
+    teacher: RunFlags
     output_data_dir: str
-    checkpoint: str | None = None
-    search: dict[str, Any] = dataclasses.field(default_factory=dict)
-    quantize: str = "none"
     batch_tokens: int = 4096
     inter_threads: int = 1
+
+    @property
+    def data_dir(self) -> str:
+        """The data_dir whose train split is translated (--data_dir)."""
+        if not self.teacher.data_dir:
+            raise ValueError("--data_dir: the data directory to translate is missing")
+        return self.teacher.data_dir
 
 
 def distill(config: DistillConfig) -> dict:
@@ -84,16 +87,10 @@ def distill(config: DistillConfig) -> dict:
     t2t-distill's, and a teacher trained with another vocabulary or problem (ValueError)."""
     split_cpus(config.inter_threads)  # before TensorFlow runs an op
     metadata = source_metadata(config.data_dir)
-    vocab_sha256 = check_teacher(config.teacher, config.data_dir, metadata)
+    vocab_sha256 = check_teacher(config.teacher.output_dir, config.data_dir, metadata)
     check_destination(config.data_dir, config.output_data_dir, metadata, vocab_sha256)
     prepare_destination(config.data_dir, config.output_data_dir, metadata, vocab_sha256)
-    run = Run.restore(
-        config.teacher,
-        config.checkpoint,
-        config.data_dir,
-        search=config.search,
-        quantize=config.quantize,
-    )
+    run = config.teacher.restore()
     translator = Translator.from_run(
         run, batch_tokens=config.batch_tokens, inter_threads=config.inter_threads
     )
@@ -346,7 +343,7 @@ def write_metadata(config: DistillConfig, metadata: dict, stats: list[dict]) -> 
         "splits": {**metadata["splits"], SPLIT: summarize(SPLIT, stats)},
         "distilled": {
             "source_data_dir": os.path.abspath(config.data_dir),
-            "teacher": os.path.abspath(config.teacher),
+            "teacher": os.path.abspath(config.teacher.output_dir),
             "checkpoint": stats[0]["teacher"],
             "search": stats[0]["search"],
             "quantize": stats[0]["quantize"],

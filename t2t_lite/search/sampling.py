@@ -1,6 +1,6 @@
 """Greedy search and ancestral sampling over a step function, one hypothesis per sentence.
 
-They follow `t2t_lite.decode.search`'s conventions (the step function, ids, EOS and padding,
+They follow `t2t_lite.search.beam`'s conventions (the step function, ids, EOS and padding,
 per-sentence maximum lengths) and share its loop helpers; sampling draws are stateless, so the
 same seed and batch give the same samples.
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t_lite.decode.search import (
+from t2t_lite.search.beam import (
     NEG_INF,
     SearchResult,
     StepFn,

@@ -1,5 +1,5 @@
 """Search over a step function: beam search with the GNMT length penalty, and what every search
-shares (greedy and sampling are in `t2t_lite.decode.sampling`).
+shares (greedy and sampling are in `t2t_lite.search.sampling`).
 
 Every search here is model-agnostic. It drives a step function
 
@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
+from t2t_lite.search import compaction
+from t2t_lite.search.top_k import top_k
 from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
 StepFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
@@ -68,40 +70,6 @@ def normalized_log_probs(logits: tf.Tensor, pad_id: int | None) -> tf.Tensor:
     return tf.where(is_pad[None, :], NEG_INF, log_probs)
 
 
-def _block_size(vocab: int | None, k: int) -> int:
-    """The block width for `_top_k` over `vocab` columns: a divisor of `vocab` near
-    sqrt(vocab / k), which balances the two stages; 0 where none fits (plain top-k then)."""
-    if vocab is None or vocab < 64 * k:
-        return 0
-    target = (vocab / k) ** 0.5
-    divisors = [b for b in range(8, 257) if vocab % b == 0 and vocab // b >= k]
-    return min(divisors, key=lambda b: abs(b - target)) if divisors else 0
-
-
-def _top_k(values: tf.Tensor, k: int) -> tuple[tf.Tensor, tf.Tensor]:
-    """`tf.math.top_k(values, k)` of [rows, vocab] float32, the same values and ids (lower id
-    first among equal values), in two cheaper stages where the vocabulary splits into blocks.
-
-    TensorFlow's top-k over 8,000 columns took as long as the step's pre-softmax matmul on this
-    CPU (docs/results/benchmarks.md). Instead: each block's maximum (one vectorized reduction), the
-    k blocks with the largest maxima, then the top k among those k blocks' entries. Exact: a block
-    that holds one of the k best entries has a maximum at least that entry's, so it ranks among the
-    k best blocks; blocks are visited in column order, so ties keep TensorFlow's order.
-    """
-    vocab = values.shape[-1]
-    block = _block_size(vocab, k)
-    if not block:
-        return tf.math.top_k(values, k)
-    rows = tf.shape(values)[0]
-    blocks = tf.reshape(values, [rows, vocab // block, block])
-    _, chosen = tf.math.top_k(tf.reduce_max(blocks, axis=-1), k)  # --> [rows, k] block ids
-    chosen = tf.sort(chosen, axis=-1)
-    candidates = tf.reshape(tf.gather(blocks, chosen, batch_dims=1), [rows, k * block])
-    best, where = tf.math.top_k(candidates, k)
-    ids = tf.gather(chosen, where // block, batch_dims=1) * block + where % block
-    return best, ids
-
-
 def _best_log_probs(logits: tf.Tensor, k: int, pad_id: int | None) -> tuple[tf.Tensor, tf.Tensor]:
     """The k largest logits of each row of [rows, vocab] (k + 1 when `pad_id` could be among
     them) as log-probs, best first, and their ids; the padding id's log-prob is -inf.
@@ -112,7 +80,7 @@ def _best_log_probs(logits: tf.Tensor, k: int, pad_id: int | None) -> tuple[tf.T
     logits = tf.cast(logits, tf.float32)
     width, vocab = k + (pad_id is not None), logits.shape[-1]
     width = min(width, vocab) if vocab is not None else tf.minimum(width, tf.shape(logits)[-1])
-    best, ids = _top_k(logits, width)
+    best, ids = top_k(logits, width)
     top_prob = tf.gather(tf.nn.softmax(logits, axis=-1), ids[:, :1], batch_dims=1)  # [rows, 1]
     log_probs = best - (best[:, :1] - tf.math.log(top_prob))
     if pad_id is not None:
@@ -224,7 +192,7 @@ def _expand(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> tuple[_Candida
     # The cache rows of each live beam's parent, gathered here rather than at the end of the
     # previous step: the model's cache is still empty at step 0 (nothing to copy) and the
     # last step's reorder, which nothing would read, is never made. With one beam every row is
-    # its own parent (a compaction gathers the cache itself, `compaction._compact`): no copy.
+    # its own parent (a compaction gathers the cache itself, `compaction.compact`): no copy.
     cache = beams.cache
     if k > 1:
         cache = tf.nest.map_structure(lambda t: tf.gather(t, beams.parents), cache)
@@ -324,6 +292,8 @@ def beam_search(
     nbest: int = 1,
     buffer_length: int | tf.Tensor | None = None,
     banks: Any = None,
+    sentence_state: Any = None,
+    compact: bool = False,
 ) -> SearchResult:
     """Batched beam search with the GNMT length penalty; returns the `nbest` best hypotheses.
 
@@ -336,7 +306,8 @@ def beam_search(
     live hypothesis could still reach, or at its maximum length; the loop stops when all have.
 
     Args:
-      step_fn: (ids [batch * beam_size], index, cache) -> ([batch * beam_size, vocab], cache).
+      step_fn: (ids [batch * beam_size], index, cache) -> ([batch * beam_size, vocab], cache);
+        with a `sentence_state`, (ids, index, cache, state).
       initial_cache: nested tensors with leading dimension `batch_size`; tiled to the beams and
         reordered with gathers as beams are chosen.
       batch_size: number of sentences (Python int or scalar tensor).
@@ -347,8 +318,12 @@ def beam_search(
       pad_id: an id never generated (padding); None allows all.
       nbest: how many finished hypotheses to return, 1 <= nbest <= beam_size.
       buffer_length: see `loop_length`.
-      banks: None, or a `t2t_lite.decode.terminology.TermBanks`: terminology constraints'
+      banks: None, or a `t2t_lite.search.terminology.TermBanks`: terminology constraints'
         candidates and their allocation of the beam (dynamic beam allocation).
+      sentence_state: None, or nested tensors with leading dimension `batch_size`, one copy per
+        sentence (never tiled to the beams), handed to `step_fn` as its fourth argument.
+      compact: drop each sentence from the batch once it is done (`t2t_lite.search.compaction`;
+        the same hypotheses, fewer rows stepped); not with `buffer_length` or `banks`.
 
     Returns:
       SearchResult with ids [batch, nbest, max(max_length) or buffer_length] and scores
@@ -356,23 +331,71 @@ def beam_search(
     """
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest must be in [1, beam_size={beam_size}], got {nbest}")
+    if compact and (buffer_length is not None or banks is not None):
+        raise ValueError("a compacting beam search takes no buffer_length and no banks")
     setup = _BeamSetup.make(batch_size, beam_size, alpha, max_length, eos_id, pad_id, nbest, banks)
     total = loop_length(setup.max_lengths, buffer_length)
-    start = (_initial_beams(initial_cache, setup.batch, beam_size, total),)
-    (beams,) = tf.while_loop(
-        lambda beams: _beams_searching(setup, beams),
-        lambda beams: (_beam_step(step_fn, setup, beams),),
-        start,
-        shape_invariants(start),
-        maximum_iterations=total,
-    )
+    beams = _initial_beams(initial_cache, setup.batch, beam_size, total)
+    loop = _compacting_loop if compact else _loop
+    fin_seq, fin_scores, fin_lp = loop(step_fn, setup, beams, sentence_state, total)
     # [batch, k, total + 1] --> [batch, nbest, total], dropping the start position.
-    ids, scores, log_probs = (
-        beams.fin_seq[:, :nbest, 1:],
-        beams.fin_scores[:, :nbest],
-        beams.fin_lp[:, :nbest],
-    )
+    ids, scores, log_probs = fin_seq[:, :nbest, 1:], fin_scores[:, :nbest], fin_lp[:, :nbest]
     if banks is not None:  # without UNMET_PENALTY
         lengths = tf.reduce_sum(tf.cast(ids > 0, tf.int32), axis=-1)
         scores = log_probs / length_penalty(lengths, setup.alpha)
     return SearchResult(ids, scores, log_probs)
+
+
+def _with_state(step_fn: Callable, state: Any) -> StepFn:
+    """`step_fn` as a step function of three arguments: `state` (None: none) is its fourth."""
+    if state is None:
+        return step_fn
+    return lambda ids, index, cache: step_fn(ids, index, cache, state)
+
+
+def _loop(
+    step_fn: Callable, setup: _BeamSetup, beams: _Beams, sentence_state: Any, total: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Steps every sentence until all are done: (fin_seq, fin_scores, fin_lp) of the batch."""
+    step = _with_state(step_fn, sentence_state)
+    (beams,) = tf.while_loop(
+        lambda beams: _beams_searching(setup, beams),
+        lambda beams: (_beam_step(step, setup, beams),),
+        (beams,),
+        shape_invariants((beams,)),
+        maximum_iterations=total,
+    )
+    return beams.fin_seq, beams.fin_scores, beams.fin_lp
+
+
+def _compacting_loop(
+    step_fn: Callable, setup: _BeamSetup, beams: _Beams, sentence_state: Any, total: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """`_loop` that drops the done sentences from the batch as it goes (`compaction`)."""
+    k, stateless = setup.k, sentence_state is None
+    start = compaction.Compacting.start(
+        beams, setup.max_lengths, () if stateless else sentence_state
+    )
+
+    def now(loop: compaction.Compacting) -> _BeamSetup:
+        """The setup of the sentences still in the batch."""
+        batch = tf.shape(loop.rows)[0]
+        offsets = tf.range(batch)[:, None] * k
+        return setup._replace(batch=batch, max_lengths=loop.max_lengths, batch_offsets=offsets)
+
+    def body(loop: compaction.Compacting) -> tuple[compaction.Compacting]:
+        current = now(loop)
+        step = _with_state(step_fn, None if stateless else loop.state)
+        loop = loop._replace(beams=_beam_step(step, current, loop.beams))
+        done = _sentences_done(current, loop.beams)
+        compacted = compaction.compact
+        return (tf.cond(compaction.worth_it(done), lambda: compacted(loop, done, k), lambda: loop),)
+
+    (loop,) = tf.while_loop(
+        lambda loop: _beams_searching(now(loop), loop.beams),
+        body,
+        (start,),
+        (compaction.invariants(shape_invariants(start)),),
+        maximum_iterations=total,
+    )
+    return compaction.record(loop)

@@ -12,7 +12,7 @@ code, table pipes, lines of markup only) and `Unit`s to translate:
 
 Each unit's inline markup (tags and Markdown's bold, italics, links and code spans; nested at most
 `markup.MAX_NESTING` deep, else a ValueError naming the line) and placeholders are masked
-(`t2t_lite.decode.markup`), its plain text split into sentences (`t2t_lite.decode.sentences`),
+(`t2t_lite.document.markup`), its plain text split into sentences (`t2t_lite.document.sentences`),
 the sentences of the whole document translated in batches, and the markup put back by the
 sentences' word alignments.
 `translate_events` yields the progress as it goes (the sentences of each batch, each finished
@@ -26,9 +26,8 @@ import re
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
 
-from t2t_lite.decode import markup
-from t2t_lite.decode.markup import read_pharaoh
-from t2t_lite.decode.sentences import Sentence, fit_sentences, split_sentences
+from t2t_lite.document import markup
+from t2t_lite.document.sentences import Sentence, fit_sentences, split_sentences
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _MARKER = re.compile(r"^(\s*(?:#{1,6}\s+|[-*+]\s+|\d{1,9}[.)]\s+|>\s?)+)(?=\S)")
@@ -236,41 +235,3 @@ def _wrap(text: str, unit: Unit) -> str:
         break_on_hyphens=False,
     )
     return "\n".join(lines).replace("\0", " ")
-
-
-def translator_engine(translator, terminology=None) -> Engine:
-    """The `Engine` of a `t2t_lite.decode.translator.Translator`: its best hypotheses, their
-    alignments (`details`; none for an ensemble, whose sentences then align in proportion), its
-    tokenizer's counts and the model's positions. With `terminology` (a
-    `t2t_lite.decode.guidance.Terminology`), each sentence's translation must contain the target
-    terms of the source terms in it, as for a line of `--terminology`."""
-    import tensorflow as tf
-
-    from t2t_lite.decode.guidance import terminology_guides
-    from t2t_lite.vocabulary import UNK_ID
-
-    aligns = hasattr(translator.model, "attention_maps")
-    tokenizer = translator.tokenizer
-
-    def translate(sentences: list[str]) -> list[tuple[str, Alignment | None]]:
-        found = translator.hypotheses(
-            sentences,
-            log_progress=False,
-            details=aligns,
-            guides=terminology_guides(terminology, sentences),
-        )
-        return [
-            (hyps[0].text, read_pharaoh(hyps[0].details.alignment) if aligns else None)
-            if hyps
-            else ("", [])
-            for hyps in found
-        ]
-
-    def token_counts(sentences: list[str]) -> list[int]:
-        return [int(n) + 1 for n in tokenizer.encode(tf.constant(sentences)).row_lengths()]
-
-    def breaks(number: str) -> bool:
-        ids = tokenizer.encode_py(number)
-        return UNK_ID in ids or tokenizer.decode_py(ids) != number
-
-    return Engine(translate, token_counts, translator.max_positions, breaks)

@@ -1,0 +1,2 @@
+"""Whole documents: their layout, sentences and inline markup, around any translation
+engine."""
