@@ -16,10 +16,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The fast tier on two workers. A test file stays on one worker, so its module fixtures are built
-# once; the files that share a session fixture (tests/reverse_words.py) form one xdist group,
-# so the run they share is trained once too.
+# once; a session fixture (tests/reverse_words.py) is built at most once per worker.
 test: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -n 2 --dist loadgroup -m 'not slow' --durations=15 tests
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -n 2 --dist loadfile -m 'not slow' --durations=15 tests
 
 test-slow: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -m slow tests

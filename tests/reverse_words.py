@@ -5,8 +5,9 @@ Each is a session fixture (tests/conftest.py): built once per pytest process, th
 xdist worker, the first time a test asks for it, then made read-only, so that a test writing
 into one fails rather than changing what the next test reads (and, since file modes do not stop
 root, checked unchanged when the session ends). A test that needs to write copies
-the folder (shutil.copytree) or exports into its own tmp_path. The files that use them share an
-xdist group (`GROUP`), so `--dist loadgroup` trains the run once for all of them.
+the folder (shutil.copytree) or exports into its own tmp_path. (pytest-xdist's `loadgroup`,
+which could send the files that use them to one worker, groups nothing under pytest 9, whose
+node ids it no longer rewrites: `make test` distributes by file.)
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import time
 import numpy as np
 import pytest
 
-GROUP = pytest.mark.xdist_group("reverse_words")
 MAX_POSITIONS = 24
 EXTRA = 6  # the searches' extra_length
 INPUT_LENGTH = 14  # the LiteRT export's max_input_length

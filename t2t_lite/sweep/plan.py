@@ -215,6 +215,6 @@ def command_line(definition: SweepDefinition, config: SweepConfig) -> str:
         "eval_examples": config.eval_examples if config.eval_examples != _EVAL_DEFAULT else "",
         "usr_dir": config.usr_dir,
     }
-    for name, value in config.train_flags.items():
+    for name, value in sorted(config.train_flags.items()):  # one order, from flags or a saved plan
         flags[name] = value if value != TRAIN_FLAG_DEFAULTS.get(name) else ""
     return "t2t-sweep " + " ".join(f"--{name}={value}" for name, value in flags.items() if value)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import sentencepiece
 from decoding_helpers import padded
-from reverse_words import CT2_SEARCH, EXTRA, GROUP, sentences
+from reverse_words import CT2_SEARCH, EXTRA, sentences
 
 from t2t_lite.decode import transformer_step
 from t2t_lite.hparams import SearchSettings
@@ -30,7 +30,6 @@ from t2t_lite.serve import ctranslate2_export as ct2
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 EXPORT = [sys.executable, "-m", "t2t_lite.bin.t2t_export"]
-pytestmark = GROUP
 
 
 @pytest.fixture(autouse=True)

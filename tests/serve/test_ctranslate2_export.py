@@ -18,7 +18,6 @@ from decoding_helpers import model_hparams, padded, random_inputs, tiny_model
 from reverse_words import (
     CT2_SEARCH,
     EXTRA,
-    GROUP,
     MAX_POSITIONS,
     STEPS,
     reversed_words,
@@ -32,7 +31,6 @@ from t2t_lite.model.ensemble import Ensemble
 from t2t_lite.run.run import Run
 from t2t_lite.serve import ctranslate2_export as ct2
 
-pytestmark = GROUP
 TOKENS = ["<pad>", "<EOS>", "<unk>"] + [f"t{i}" for i in range(3, 13)]
 
 

@@ -20,7 +20,6 @@ from command_helpers import ENV, python_json, run_json, run_python
 from decoding_helpers import tiny_model, write_tiny_run
 from reverse_words import (
     EXTRA,
-    GROUP,
     INPUT_LENGTH,
     LITERT_SEARCH,
     STEPS,
@@ -34,7 +33,6 @@ from t2t_lite.runtime.atomic_io import file_sha256
 from t2t_lite.serve import litert_export
 from t2t_lite.serve.litert_runner import LiteRTTranslator
 
-pytestmark = GROUP
 # int8 weights against float32 on the same 40 sentences: at least this share of identical
 # outputs. Dynamic-range int8 rounds each weight to within half a step of max|w| / 127 per
 # channel, about 1% of the logits in relative RMS (tests/decode/test_quantize.py); a greedy

@@ -11,6 +11,7 @@ import serve_helpers
 from fastapi.testclient import TestClient
 from serve_helpers import server_events
 
+from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.serve.web.api import Limits
 from t2t_lite.serve.web.app import create_app
 from t2t_lite.serve.web.server import load_backend
@@ -33,7 +34,7 @@ def output_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(output_dir):
     with TestClient(
-        create_app(load_backend(output_dir=output_dir), LIMITS), base_url="http://localhost"
+        create_app(load_backend(RunFlags(output_dir)), LIMITS), base_url="http://localhost"
     ) as client:
         yield client
 

@@ -9,13 +9,20 @@ from t2t_lite.run.run_flags import RunFlags
 
 
 def test_search_flags_become_search_settings_none_where_unset():
-    flags = RunFlags("runs/a", beam_size=3, sampling="temperature:0.8,top_k:40", shortlist="100,50")
+    flags = RunFlags(
+        "runs/a", beam_size=3, sampling="temperature:0.8,top_k:40", shortlist="100,50",
+        min_length=2,
+    )  # fmt: skip
     assert flags.search_overrides() == {
         "beam_size": 3,
         "alpha": None,
         "extra_length": None,
         "constrained": None,
         "nbest": None,
+        "no_repeat_ngram_size": None,
+        "repetition_penalty": None,
+        "min_length": 2,
+        "disable_unk": None,
         "sampling": True,
         "temperature": 0.8,
         "top_k": 40,
