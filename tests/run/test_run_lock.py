@@ -17,9 +17,12 @@ from t2t_lite.problems import get_problem
 from t2t_lite.run.layout import LOCK_FILE
 from t2t_lite.run.lock import RunLockedError, run_lock
 
+# SIGINT as a terminal delivers it: a process started in the background (nohup, `&`, some CI
+# runners) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for it.
 HOLDER = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     from t2t_lite.run.lock import run_lock
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with run_lock(sys.argv[1]):
         print("held", flush=True)
         time.sleep(600)
