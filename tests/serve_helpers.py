@@ -8,6 +8,7 @@ tests/serve/test_export.py), and the model is seeded here before any tokenizer o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -111,3 +112,18 @@ class BlockingBackend:
         self.started.release()
         self.release.wait(30)
         return [{"source": s, "truncated": False, "hypotheses": []} for s in sentences]
+
+
+@contextlib.contextmanager
+def run_client(output_dir: str, limits=None, **run_flags):
+    """t2t-serve's app over the run in `output_dir` (`load_backend` of its `RunFlags`, with
+    `run_flags` such as search settings), as a TestClient on the host the guards allow."""
+    from fastapi.testclient import TestClient
+
+    from t2t_lite.run.run_flags import RunFlags
+    from t2t_lite.serve.web.app import create_app
+    from t2t_lite.serve.web.server import load_backend
+
+    app = create_app(load_backend(RunFlags(output_dir, **run_flags)), limits)
+    with TestClient(app, base_url="http://localhost") as client:
+        yield client

@@ -36,9 +36,7 @@ def output_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(output_dir):
-    with TestClient(
-        create_app(load_backend(RunFlags(output_dir)), LIMITS), base_url="http://localhost"
-    ) as client:
+    with serve_helpers.run_client(output_dir, LIMITS) as client:
         yield client
 
 

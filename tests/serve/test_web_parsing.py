@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import pytest
 import serve_helpers
-from fastapi.testclient import TestClient
 
 from t2t_lite.data.trees import Tree, parse_tree
 from t2t_lite.decode.translator import Translator
 from t2t_lite.metrics import evalb
 from t2t_lite.run.run import Run
-from t2t_lite.run.run_flags import RunFlags
-from t2t_lite.serve.web.app import create_app
-from t2t_lite.serve.web.server import load_backend
 from t2t_lite.serve.web.trees import MAX_DEPTH, tree_json
 
 SENTENCES = ["We saw the red box .", "a small box , a green door"]
@@ -27,9 +23,7 @@ def output_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(output_dir):
-    with TestClient(
-        create_app(load_backend(RunFlags(output_dir, **SEARCH))), base_url="http://localhost"
-    ) as client:
+    with serve_helpers.run_client(output_dir, **SEARCH) as client:
         yield client
 
 

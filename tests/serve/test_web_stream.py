@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import pytest
 import serve_helpers
-from fastapi.testclient import TestClient
 from serve_helpers import server_events
 
-from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.serve.web.api import Limits
-from t2t_lite.serve.web.app import create_app
-from t2t_lite.serve.web.server import load_backend
 
 LIMITS = Limits(max_sentences=4, max_characters=100, max_concurrent=1, max_beam_size=6)
 GREEDY = {"beam_size": 1, "alpha": 0.0}
@@ -33,9 +29,7 @@ def output_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(output_dir):
-    with TestClient(
-        create_app(load_backend(RunFlags(output_dir)), LIMITS), base_url="http://localhost"
-    ) as client:
+    with serve_helpers.run_client(output_dir, LIMITS) as client:
         yield client
 
 
