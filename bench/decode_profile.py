@@ -43,9 +43,12 @@ flags.DEFINE_integer("calls", 3, "Profiled calls of each search.")
 flags.DEFINE_string("record", None, "Where the JSON (and a .md) go; default bench/results/.")
 
 
-def make_search(task: str, dtype: str, patch=None):
+def make_search(task: str, dtype: str, patch=None, beams_cache: bool = True, xla: bool = False):
     """The benchmark's model in `dtype` and its search as a traced function of source ids;
-    `patch(model)` runs before the search is traced (`decode_ab.py`)."""
+    `patch(model)` runs before the search is traced (`decode_ab.py`). beams_cache=False: beam
+    search gathers the cache by the beams' parents at every step, as before the beams cache
+    (`Transformer.init_cache`). xla=True: the search `t2t-decode --jit_compile` runs, with
+    the fixed-shape cache, compiled by XLA."""
     precision = "mixed_bfloat16" if dtype == "bfloat16" else "float32"
     hparams = get_hparams(
         "transformer_small",
@@ -61,9 +64,14 @@ def make_search(task: str, dtype: str, patch=None):
         patch(model)
     no_eos = -1e9 * tf.one_hot(P.EOS_ID, P.VOCAB)
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    buffer = P.TARGET_LENGTH if xla else None
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], jit_compile=xla)
     def decode_batch(inputs):
-        step_fn, cache = transformer_step.model_step_fn(model, inputs, P.TARGET_LENGTH)
+        beams = P.BEAM if task == "beam" and beams_cache else 1
+        step_fn, cache = transformer_step.model_step_fn(
+            model, inputs, P.TARGET_LENGTH, fixed_shapes=xla, beams=beams
+        )
 
         def step(ids, index, state):
             logits, state = step_fn(ids, index, state)
@@ -71,8 +79,12 @@ def make_search(task: str, dtype: str, patch=None):
 
         batch = tf.shape(inputs)[0]
         if task == "greedy":
-            return sampling.greedy_search(step, cache, batch, P.TARGET_LENGTH).ids
-        return search.beam_search(step, cache, batch, P.BEAM, P.ALPHA, P.TARGET_LENGTH).ids
+            return sampling.greedy_search(
+                step, cache, batch, P.TARGET_LENGTH, buffer_length=buffer
+            ).ids
+        return search.beam_search(
+            step, cache, batch, P.BEAM, P.ALPHA, P.TARGET_LENGTH, buffer_length=buffer
+        ).ids
 
     return decode_batch
 
