@@ -8,9 +8,6 @@ Changes it can undo:
   output_kernel: the search multiplies by the pre-softmax matrix as the layer stores it
     ([vocab, d_model], transposed in each step's product) instead of the copy transposed once
     per search (`Transformer.output_kernel`).
-  beams_cache: beam search gathers the self-attention cache by the beams' parents at every
-    step instead of keeping it per sentence and reading it through the beams' ancestry
-    (`Transformer.init_cache(..., beams=k)`); greedy search is the same either way.
 
 Each search is traced and run twice untimed, then `calls` times with and without the change in
 turns; reported: the median call of each, their ratio, and the median of the ratios of each
@@ -29,13 +26,10 @@ from decode_profile import P, make_search  # bench/decode_profile.py, beside thi
 from machine import machine
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum(
-    "change", "output_kernel", ["output_kernel", "beams_cache"], "The change to measure."
-)
+flags.DEFINE_enum("change", "output_kernel", ["output_kernel"], "The change to measure.")
 flags.DEFINE_list("ab_dtypes", ["float32", "bfloat16", "int8"], "Weights to measure with.")
 flags.DEFINE_list("ab_tasks", ["greedy", "beam"], "greedy and/or beam (beam 4).")
 flags.DEFINE_integer("ab_calls", 9, "Timed calls of each search.")
-flags.DEFINE_bool("ab_xla", False, "Both searches as `t2t-decode --jit_compile` runs them.")
 
 
 def undone(model) -> None:
@@ -45,12 +39,7 @@ def undone(model) -> None:
 
 
 def pair(task: str, dtype: str) -> dict:
-    xla = FLAGS.ab_xla
-    if FLAGS.change == "beams_cache":
-        without = make_search(task, dtype, beams_cache=False, xla=xla)
-    else:
-        without = make_search(task, dtype, undone, xla=xla)
-    searches = {"with": make_search(task, dtype, xla=xla), "without": without}
+    searches = {"with": make_search(task, dtype), "without": make_search(task, dtype, undone)}
     source = tf.constant(P.batch()[0])
     for search in searches.values():
         for _ in range(2):

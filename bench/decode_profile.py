@@ -43,12 +43,9 @@ flags.DEFINE_integer("calls", 3, "Profiled calls of each search.")
 flags.DEFINE_string("record", None, "Where the JSON (and a .md) go; default bench/results/.")
 
 
-def make_search(task: str, dtype: str, patch=None, beams_cache: bool = True, xla: bool = False):
+def make_search(task: str, dtype: str, patch=None):
     """The benchmark's model in `dtype` and its search as a traced function of source ids;
-    `patch(model)` runs before the search is traced (`decode_ab.py`). beams_cache=False: beam
-    search gathers the cache by the beams' parents at every step, as before the beams cache
-    (`Transformer.init_cache`). xla=True: the search `t2t-decode --jit_compile` runs, with
-    the fixed-shape cache, compiled by XLA."""
+    `patch(model)` runs before the search is traced (`decode_ab.py`)."""
     precision = "mixed_bfloat16" if dtype == "bfloat16" else "float32"
     hparams = get_hparams(
         "transformer_small",
@@ -64,14 +61,9 @@ def make_search(task: str, dtype: str, patch=None, beams_cache: bool = True, xla
         patch(model)
     no_eos = -1e9 * tf.one_hot(P.EOS_ID, P.VOCAB)
 
-    buffer = P.TARGET_LENGTH if xla else None
-
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], jit_compile=xla)
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
     def decode_batch(inputs):
-        beams = P.BEAM if task == "beam" and beams_cache else 1
-        step_fn, cache = transformer_step.model_step_fn(
-            model, inputs, P.TARGET_LENGTH, fixed_shapes=xla, beams=beams
-        )
+        step_fn, cache = transformer_step.model_step_fn(model, inputs, P.TARGET_LENGTH)
 
         def step(ids, index, state):
             logits, state = step_fn(ids, index, state)
@@ -79,12 +71,8 @@ def make_search(task: str, dtype: str, patch=None, beams_cache: bool = True, xla
 
         batch = tf.shape(inputs)[0]
         if task == "greedy":
-            return sampling.greedy_search(
-                step, cache, batch, P.TARGET_LENGTH, buffer_length=buffer
-            ).ids
-        return search.beam_search(
-            step, cache, batch, P.BEAM, P.ALPHA, P.TARGET_LENGTH, buffer_length=buffer
-        ).ids
+            return sampling.greedy_search(step, cache, batch, P.TARGET_LENGTH).ids
+        return search.beam_search(step, cache, batch, P.BEAM, P.ALPHA, P.TARGET_LENGTH).ids
 
     return decode_batch
 

@@ -93,11 +93,7 @@ def decode(args) -> None:
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], jit_compile=xla)
     def decode_batch(inputs):
-        # t2t-decode's beam search keeps a beams cache, never reordered (in place under XLA).
-        beams = P.BEAM if args.task.startswith("beam") else 1
-        step_fn, cache = transformer_step.model_step_fn(
-            model, inputs, length, fixed_shapes=xla, beams=beams
-        )
+        step_fn, cache = transformer_step.model_step_fn(model, inputs, length, fixed_shapes=xla)
 
         def step(ids, index, state):
             logits, state = step_fn(ids, index, state)

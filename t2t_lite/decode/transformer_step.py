@@ -33,7 +33,6 @@ def model_step_fn(
     use_cache: bool = True,
     fixed_shapes: bool | str = False,
     columns: tf.Tensor | None = None,
-    beams: int = 1,
 ) -> tuple[StepFn, Any]:
     """A step function and its initial cache that decode `inputs` [batch, source] with a
     `Transformer` for up to `max_length` positions.
@@ -47,16 +46,9 @@ def model_step_fn(
 
     `columns` [n] (a vocabulary shortlist's ids, ascending, the reserved ones first): the step
     takes and returns positions in that list, logits [rows, n] computed for those ids alone.
-    `beams` = k > 1: a beam search of k beams whose steps never copy the cache to follow the
-    beams (`Transformer.init_cache`; with `fixed_shapes` its buffers are written in place); the
-    cache then belongs to that search. With `beams=1` a beam search gathers the cache by the
-    beams' parents at every step, the slower layout the beams cache is tested and benchmarked
-    against.
     """
     if use_cache:
-        step, cache, state = sentence_step_fn(
-            model, inputs, max_length, fixed_shapes, columns, beams
-        )
+        step, cache, state = sentence_step_fn(model, inputs, max_length, fixed_shapes, columns)
         return (lambda ids, index, cache: step(ids, index, cache, state)), cache
     to_vocab = (lambda ids: ids) if columns is None else (lambda ids: tf.gather(columns, ids))
     memory, memory_mask = model.encode(inputs)
@@ -82,7 +74,6 @@ def sentence_step_fn(
     max_length: int | tf.Tensor,
     fixed_shapes: bool | str = False,
     columns: tf.Tensor | None = None,
-    beams: int = 1,
 ) -> tuple[Callable, Any, Any]:
     """`model_step_fn`'s cached step with its sentences' state as an argument:
     (step_fn(ids, index, cache, state), the initial cache, the state of `inputs`' sentences).
@@ -100,8 +91,7 @@ def sentence_step_fn(
         with weights:
             return model.decode_step(to_vocab(ids), index, cache, state, columns, kernel)
 
-    cache = model.init_cache(tf.shape(inputs)[0], max_length, fixed_shapes, beams)
-    return step, cache, state
+    return step, model.init_cache(tf.shape(inputs)[0], max_length, fixed_shapes), state
 
 
 class _WeightsAs(keras.StatelessScope):
@@ -207,15 +197,10 @@ def translate_ids(
     batch = tf.shape(inputs)[0]
     plain = constraint is None and banks is None and controls is None
     compact = compact and use_cache and not fixed_shapes and plain
-    beams = beam_size if use_cache else 1  # the beams cache, copied by no step
     if compact:  # the encoder's state per sentence, gathered as sentences leave the batch
-        step_fn, cache, state = sentence_step_fn(
-            model, inputs, step_length, columns=columns, beams=beams
-        )
+        step_fn, cache, state = sentence_step_fn(model, inputs, step_length, columns=columns)
     else:
-        step_fn, cache = model_step_fn(
-            model, inputs, step_length, use_cache, fixed_shapes, columns, beams
-        )
+        step_fn, cache = model_step_fn(model, inputs, step_length, use_cache, fixed_shapes, columns)
         state = None
     if constraint is not None:
         step_fn, cache = constrained_step_fn(step_fn, cache, constraint, inputs, max_lengths)

@@ -95,14 +95,10 @@ class Ensemble:
         )
 
     def init_cache(
-        self,
-        batch: int | tf.Tensor,
-        max_length: int | tf.Tensor,
-        fixed: bool | str = False,
-        beams: int = 1,
+        self, batch: int | tf.Tensor, max_length: int | tf.Tensor, fixed: bool | str = False
     ) -> tuple:
         """One empty decoding cache per member."""
-        return tuple(m.init_cache(batch, max_length, fixed, beams) for m in self.models)
+        return tuple(m.init_cache(batch, max_length, fixed) for m in self.models)
 
     def decode_step(
         self,

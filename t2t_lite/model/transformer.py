@@ -17,7 +17,6 @@ from t2t_lite.model.layers import (
     attention_mask,
     padding_mask,
 )
-from t2t_lite.model.layers.attention import PER_SENTENCE, beam_ancestry
 from t2t_lite.model.layers.transformer_layers import BLOCK_ARGUMENTS
 from t2t_lite.runtime.precision import resolve_precision
 
@@ -232,23 +231,13 @@ class Transformer(keras.Model):
         return {"layers": self.decoder.project_memory(memory), "mask": memory_mask}
 
     def init_cache(
-        self,
-        batch: int | tf.Tensor,
-        max_length: int | tf.Tensor,
-        fixed: bool | str = False,
-        beams: int = 1,
+        self, batch: int | tf.Tensor, max_length: int | tf.Tensor, fixed: bool | str = False
     ) -> dict[str, Any]:
         """The empty self-attention state of `batch` rows for up to `max_length` steps. It grows
         by a position per step; with `fixed` (True, or "in_place" for searches that never reorder
         rows), it is a `max_length` buffer written one position per step, whose shapes XLA can
-        compile (`MultiHeadAttention.empty_cache`). With `beams` = k > 1, `batch` sentences of
-        k beams: each layer's keys and values per sentence, never reordered (fixed: written in
-        place), and "ancestry" [batch, 0] ([batch, max_length] when fixed), which a beam search
-        tiles to the rows and reorders with them (`beam_ancestry`)."""
-        cache = {"layers": self.decoder.init_cache(batch, max_length, fixed, beams)}
-        if beams > 1:
-            cache["ancestry"] = tf.zeros([batch, max_length if fixed else 0], tf.int32)
-        return cache
+        compile (`MultiHeadAttention.empty_cache`)."""
+        return {"layers": self.decoder.init_cache(batch, max_length, fixed)}
 
     def decode_step(
         self,
@@ -274,16 +263,9 @@ class Transformer(keras.Model):
             {"self": own, "cross": memory_state["layers"][i]}
             for i, own in enumerate(cache["layers"])
         ]
-        new_cache, seen = {}, None
-        if "ancestry" in cache:  # a beams cache: every layer reads it through one mask
-            sentences = tf.shape(cross_mask)[0]
-            fixed = "key_slots" in cache["layers"][0][PER_SENTENCE]
-            new_cache["ancestry"], seen = beam_ancestry(
-                cache["ancestry"], sentences, index if fixed else None
-            )
-        x, layers = self.decoder(x, None, seen, cross_mask, cache=layers, decode_index=index)
+        x, layers = self.decoder(x, None, None, cross_mask, cache=layers, decode_index=index)
         logits = tf.cast(self._logits(x, columns, kernel)[:, 0], tf.float32)
-        return logits, {"layers": layers, **new_cache}
+        return logits, {"layers": layers}
 
     def get_config(self):
         config = super().get_config()

@@ -24,7 +24,6 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 from t2t_lite.search import compaction
-from t2t_lite.search.cache_rows import map_rows
 from t2t_lite.search.top_k import top_k
 from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
@@ -175,7 +174,7 @@ def _initial_beams(initial_cache: Any, batch: tf.Tensor, k: int, total: tf.Tenso
     """Step 0's state: k empty hypotheses per sentence, of which only beam 0 is live, so the
     first step does not pick k copies of one token."""
     # Row r * k + j of the tiled cache is beam j of sentence r: [batch, ...] --> [batch * k, ...].
-    cache = map_rows(lambda t: tf.repeat(t, k, axis=0), initial_cache)
+    cache = tf.nest.map_structure(lambda t: tf.repeat(t, k, axis=0), initial_cache)
     # Position 0 holds the start id fed at step 0; step i writes its token at position i + 1.
     seq = tf.zeros([batch, k, total + 1], tf.int32)
     alive_lp = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch, 1])  # [batch, k]
@@ -194,10 +193,9 @@ def _expand(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> tuple[_Candida
     # previous step: the model's cache is still empty at step 0 (nothing to copy) and the
     # last step's reorder, which nothing would read, is never made. With one beam every row is
     # its own parent (a compaction gathers the cache itself, `compaction.compact`): no copy.
-    # A step's per-sentence entries (`cache_rows.PER_SENTENCE`) are never gathered.
     cache = beams.cache
     if k > 1:
-        cache = map_rows(lambda t: tf.gather(t, beams.parents), cache)
+        cache = tf.nest.map_structure(lambda t: tf.gather(t, beams.parents), cache)
     logits, cache = step_fn(ids, i, cache)
     # The best 2k continuations of a sentence include at most 2k of each beam, so each row
     # first keeps its own best (2k, one more when it could be the padding id that is then
@@ -311,8 +309,7 @@ def beam_search(
       step_fn: (ids [batch * beam_size], index, cache) -> ([batch * beam_size, vocab], cache);
         with a `sentence_state`, (ids, index, cache, state).
       initial_cache: nested tensors with leading dimension `batch_size`; tiled to the beams and
-        reordered with gathers as beams are chosen, except the entries under a
-        `cache_rows.PER_SENTENCE` key, which keep one row per sentence.
+        reordered with gathers as beams are chosen.
       batch_size: number of sentences (Python int or scalar tensor).
       beam_size: number of live hypotheses per sentence (Python int).
       alpha: length-penalty exponent (0.6 in the paper for translation).

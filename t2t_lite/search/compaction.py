@@ -11,8 +11,7 @@ written to their rows of the [batch, ...] outputs and the others kept:
 - the search's own state (hypotheses, finished lists, lengths) is gathered to the kept rows;
 - the model's cache needs no copy of its own with several beams: the next step already gathers
   it by each live beam's parent (`beam._expand`), and now gathers the kept sentences' rows
-  only; with one beam no step gathers it (each row is its own parent), so `compact` does; its
-  per-sentence entries (`cache_rows.PER_SENTENCE`) are gathered to the kept sentences here;
+  only; with one beam no step gathers it (each row is its own parent), so `compact` does;
 - the sentences' state (`beam_search`'s `sentence_state`: the encoder's keys and values, one
   copy per sentence, which the step function takes as a fourth argument) is gathered to the
   kept sentences.
@@ -31,8 +30,6 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import tensorflow as tf
-
-from t2t_lite.search.cache_rows import map_rows, map_sentences
 
 # Compact once this share of the batch's sentences is done: each compaction gathers the
 # search's state and the sentences' state, and each new batch size sets up new kernels.
@@ -89,10 +86,9 @@ def compact(loop: Compacting, done: tf.Tensor, k: int) -> Compacting:
     parents = tf.reshape(take(tf.reshape(b.parents, [-1, k])), [-1])
     if k == 1:
         # With one beam no step gathers the cache (`beam._expand`), so the rows go here.
-        b = b._replace(cache=map_rows(lambda t: tf.gather(t, parents), b.cache))
+        b = b._replace(cache=tf.nest.map_structure(lambda t: tf.gather(t, parents), b.cache))
         parents = tf.range(tf.size(parents))
     beams = b._replace(
-        cache=map_sentences(take, b.cache),
         seq=take(b.seq),
         alive_lp=take(b.alive_lp),
         fin_seq=take(b.fin_seq),

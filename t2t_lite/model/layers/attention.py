@@ -8,11 +8,6 @@ import tensorflow as tf
 from t2t_lite.model.layers import int8_product
 from t2t_lite.model.layers.projection import Projection
 
-# The key of a decoding cache's entries that hold one row per sentence, its beams side by side
-# (`MultiHeadAttention.empty_cache(..., beams=k)`): a beam search neither tiles nor reorders
-# them (`t2t_lite.search.beam`).
-PER_SENTENCE = "per_sentence"
-
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class MultiHeadAttention(keras.layers.Layer):
@@ -31,11 +26,7 @@ class MultiHeadAttention(keras.layers.Layer):
         cached position precedes the query. A fixed-length cache (`empty_cache(..., fixed=True)`,
         buffers [batch, heads, max_length, d]) is written at position `i` instead, and the query
         attends to positions 0..i of it: the same result in shapes that never change, as XLA
-        (`jit_compile`) needs. A beams cache (`empty_cache(..., beams=k)`) holds each
-        sentence's k beams side by side, [b, heads, i, k, d], and is never reordered: a step
-        writes each row's key and value in its own beam's slot, and `attention_mask` is then
-        the mask [b, 1, k, i * k] (`beam_ancestry`) that lets each beam attend to its own
-        ancestors' slots only.
+        (`jit_compile`) needs.
       * `layer(query, attention_mask=m, cache=c)`: attention over precomputed
         `project_memory_heads(memory)` of b sentences, where `query` has b * g rows (g beams per
         sentence, consecutive). `m` is [b, query, key] bool.
@@ -111,11 +102,7 @@ class MultiHeadAttention(keras.layers.Layer):
         return {name: _heads_first(value) for name, value in self.project_memory(memory).items()}
 
     def empty_cache(
-        self,
-        batch: tf.Tensor | int,
-        max_length: tf.Tensor | int = 0,
-        fixed: bool | str = False,
-        beams: int = 1,
+        self, batch: tf.Tensor | int, max_length: tf.Tensor | int = 0, fixed: bool | str = False
     ) -> dict:
         """Self-attention keys [batch, h, 0, d_k] and values [batch, h, 0, d_v]: no positions yet.
 
@@ -133,24 +120,7 @@ class MultiHeadAttention(keras.layers.Layer):
         at its one position (a dynamic-update-slice, in place under XLA): for the searches that
         never reorder the cache's rows (greedy search, sampling), where rewriting the whole
         buffer is the larger cost.
-        beams=k (k > 1): {PER_SENTENCE: keys [batch, h, 0, k, d_k] and values [batch, h, 0, k,
-        d_v]} for `batch` sentences of k beams each. A beam search neither tiles nor reorders it
-        (`t2t_lite.search.cache_rows`); each step appends every beam's key and value in that
-        beam's slot, and a beam reads its history through its ancestry (the step's
-        `attention_mask`), so no step copies the cache to follow the beams' parents. With
-        `fixed`, {PER_SENTENCE: "key_slots" [batch, h, max_length, k, d_k] and "value_slots"},
-        written in place at the step's position (the rows are never reordered).
         """
-        if beams > 1:
-            length, kind = (max_length, "_slots") if fixed else (0, "")
-            return {
-                PER_SENTENCE: {
-                    f"{name}{kind}": tf.zeros(
-                        [batch, self.num_heads, length, beams, dim], self.compute_dtype
-                    )
-                    for name, dim in (("key", self.key_dim), ("value", self.value_dim))
-                }
-            }
         if fixed:
             kind = "slots" if fixed == "in_place" else "buffer"
             return {
@@ -164,14 +134,10 @@ class MultiHeadAttention(keras.layers.Layer):
             for name, dim in (("key", self.key_dim), ("value", self.value_dim))
         }
 
-    def _decode_position(self, query, cache: dict, index, seen=None) -> tuple[tf.Tensor, dict]:
+    def _decode_position(self, query, cache: dict, index) -> tuple[tf.Tensor, dict]:
         """One decoding position: query [batch, 1, d_model] at `index` over `cache`
-        (`empty_cache`) --> (output [batch, 1, d_model], the cache with the position added).
-        `seen`: a beams cache's ancestry mask (`beam_ancestry`)."""
+        (`empty_cache`) --> (output [batch, 1, d_model], the cache with the position added)."""
         q = self._project(query, self.query_dense)  # --> [batch, 1, heads, d_k]
-        if PER_SENTENCE in cache:
-            step = self.project_memory(query)
-            return self._decode_beams(q, step, cache[PER_SENTENCE], index, seen)
         step = {name: _heads_first(t) for name, t in self.project_memory(query).items()}
         if "key" in cache:
             # [batch, heads, index, d] --> [batch, heads, index + 1, d]
@@ -189,28 +155,6 @@ class MultiHeadAttention(keras.layers.Layer):
         output = self._attend_heads(q, buffers["key"], buffers["value"], seen)
         return output, {f"{name}_{kind}": buffer for name, buffer in buffers.items()}
 
-    def _decode_beams(self, q, step: dict, cache: dict, index, seen) -> tuple[tf.Tensor, dict]:
-        """`_decode_position` over a beams cache (`empty_cache(..., beams=k)`): q [rows, 1, h,
-        d_k] and this position's keys and values `step` [rows, 1, h, d], rows = b * k."""
-        kind = "_slots" if "key_slots" in cache else ""
-        batch, k = tf.shape(cache[f"key{kind}"])[0], cache[f"key{kind}"].shape[3]
-        written = {}
-        for name, t in step.items():
-            # [b * k, 1, h, d] --> [b, k, 1, h, d] --> [b, h, 1, k, d], at position `index`
-            t = tf.transpose(tf.reshape(t, [batch, k, 1, self.num_heads, -1]), [0, 3, 2, 1, 4])
-            old = cache[f"{name}{kind}"]
-            if kind:
-                written[name] = _write_position(old, t, index)
-            else:
-                written[name] = tf.concat([old, t], axis=2)
-        # [b, h, positions, k, d] --> [b, h, positions * k, d]: key t * k + j is slot j at t
-        flat = {
-            name: tf.reshape(t, [batch, self.num_heads, -1, t.shape[-1]])
-            for name, t in written.items()
-        }
-        output = self._attend_heads(q, flat["key"], flat["value"], None, seen)
-        return output, {PER_SENTENCE: {f"{name}{kind}": t for name, t in written.items()}}
-
     def compute_output_shape(self, query_shape, memory_shape=None, *args, **kwargs):
         """query [batch, query_length, any] --> [batch, query_length, d_model] (without a
         decoding cache, whose calls also return the new cache)."""
@@ -221,7 +165,7 @@ class MultiHeadAttention(keras.layers.Layer):
     ):
         """Returns [batch, query_length, d_model], and the new cache when decoding."""
         if decode_index is not None:
-            return self._decode_position(query, cache, decode_index, attention_mask)
+            return self._decode_position(query, cache, decode_index)
         q = self._project(query, self.query_dense)  # --> [batch, q, heads, d_k]
         if cache is not None:
             return self._attend_heads(q, cache["key"], cache["value"], attention_mask)
@@ -256,12 +200,11 @@ class MultiHeadAttention(keras.layers.Layer):
         context = tf.matmul(weights, _heads_first(v))  # --> [batch, heads, q, d_v]
         return self._project_output(_heads_first(context))  # --> [batch, q, d_model]
 
-    def _attend_heads(self, q, k, v, mask, group_mask=None):
+    def _attend_heads(self, q, k, v, mask):
         """Attention of queries q [rows, q, h, d_k] over keys k [b, h, key, d_k] and values
         v [b, h, key, d_v] in the decoding layout, where rows = b * g: the g consecutive rows of
         each batch entry (the beams of one sentence) share its keys and values. mask: [b or 1,
-        q, key] bool, the same for each of the g rows; group_mask: [b, 1, g * q, key] bool, one
-        per row. No dropout: this path only decodes."""
+        q, key] bool. No dropout: this path only decodes."""
         rows, length = tf.shape(q)[0], tf.shape(q)[1]
         batch = tf.shape(k)[0]
         group = rows // batch
@@ -273,8 +216,6 @@ class MultiHeadAttention(keras.layers.Layer):
             # [b, q, key] --> [b, 1, g * q, key], row j * q + i of group j is query i.
             mask = tf.tile(mask, [1, group, 1])[:, None]
             scores = tf.where(mask, scores, -1e9)
-        if group_mask is not None:
-            scores = tf.where(group_mask, scores, -1e9)
         weights = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
         context = tf.matmul(weights, v)  # --> [b, h, g * q, d_v]
         context = tf.transpose(context, [0, 2, 1, 3])  # --> [b, g * q, h, d_v]
@@ -293,39 +234,13 @@ class MultiHeadAttention(keras.layers.Layer):
         return config
 
 
-def beam_ancestry(
-    ancestry: tf.Tensor, sentences: tf.Tensor, index=None
-) -> tuple[tf.Tensor, tf.Tensor]:
-    """A step's ancestry over a beams cache (`MultiHeadAttention.empty_cache(..., beams=k)`).
-
-    ancestry: [rows, i] int32, rows = sentences * k: the beam slot that row's hypothesis was
-    written in at each earlier position (a beam search reorders it with the rows). Returns (the
-    ancestry with each row's own slot at position i, [rows, i + 1]; the attention mask [b, 1, k,
-    (i + 1) * k] bool, true at key t * k + j where slot j at position t is the row's
-    ancestor), made once per step for every layer. With `index`, the ancestry of a fixed
-    cache, [rows, max_length]: the slot is written at position `index`, and positions after it
-    are masked."""
-    rows = tf.shape(ancestry)[0]
-    k = rows // sentences
-    own = (tf.range(rows) % k)[:, None]  # --> [rows, 1]
-    if index is None:
-        ancestry = tf.concat([ancestry, own], axis=1)
-        seen = tf.equal(ancestry[:, :, None], tf.range(k))  # --> [rows, i + 1, k]
-    else:
-        positions = tf.range(tf.shape(ancestry)[1])[None, :]  # --> [1, max_length]
-        ancestry = tf.where(tf.equal(positions, index), own, ancestry)
-        seen = tf.equal(ancestry[:, :, None], tf.range(k)) & (positions <= index)[:, :, None]
-    return ancestry, tf.reshape(seen, [sentences, 1, k, -1])
-
-
 def _write_position(buffer: tf.Tensor, value: tf.Tensor, index) -> tf.Tensor:
-    """buffer [batch, h, max_length, ...] with value [batch, h, 1, ...] at position `index`.
+    """buffer [batch, h, max_length, d] with value [batch, h, 1, d] at position `index`.
 
     `keras.ops.slice_update` is XLA's dynamic-update-slice on TensorFlow, which XLA writes in
     place where nothing else reads the old buffer (`empty_cache(..., fixed="in_place")`)."""
     zero = tf.zeros([], tf.int32)
-    start = [zero, zero, tf.cast(index, tf.int32)] + [zero] * (buffer.shape.rank - 3)
-    return keras.ops.slice_update(buffer, start, value)
+    return keras.ops.slice_update(buffer, [zero, zero, tf.cast(index, tf.int32), zero], value)
 
 
 def _heads_first(x: tf.Tensor) -> tf.Tensor:

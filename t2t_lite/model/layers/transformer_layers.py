@@ -192,8 +192,7 @@ class DecoderLayer(_TransformerLayer):
         returns (output, new self-attention cache). The cache is {"self": the keys and values of
         the positions before x (`empty_cache` before the first), "cross":
         `project_memory_heads(memory)`}; the cross part may have fewer rows (one per sentence,
-        shared by its beams) and never changes. `self_mask` is then None, or a beams cache's
-        ancestry mask (`MultiHeadAttention`).
+        shared by its beams) and never changes.
         """
         new_cache = None
 
@@ -201,9 +200,7 @@ class DecoderLayer(_TransformerLayer):
             nonlocal new_cache
             if cache is None:
                 return self.self_attention(y, attention_mask=self_mask, training=training)
-            out, new_cache = self.self_attention(
-                y, attention_mask=self_mask, cache=cache["self"], decode_index=decode_index
-            )
+            out, new_cache = self.self_attention(y, cache=cache["self"], decode_index=decode_index)
             return out
 
         def cross_attend(y):
@@ -352,19 +349,12 @@ class Decoder(_Stack):
         return self._finish(x), self_maps, cross_maps
 
     def init_cache(
-        self,
-        batch: tf.Tensor | int,
-        max_length: tf.Tensor | int,
-        fixed: bool | str = False,
-        beams: int = 1,
+        self, batch: tf.Tensor | int, max_length: tf.Tensor | int, fixed: bool | str = False
     ) -> list[dict]:
         """Per layer: empty self-attention keys/values [batch, heads, 0, d] (they grow), or
-        with `fixed` (True or "in_place") zero buffers [batch, heads, max_length, d], or with
-        `beams` = k > 1 those of `batch` sentences of k beams (`empty_cache`)."""
-        return [
-            layer.self_attention.empty_cache(batch, max_length, fixed, beams)
-            for layer in self.blocks
-        ]
+        with `fixed` (True or "in_place") zero buffers [batch, heads, max_length, d]
+        (`empty_cache`)."""
+        return [layer.self_attention.empty_cache(batch, max_length, fixed) for layer in self.blocks]
 
     def project_memory(self, memory: tf.Tensor) -> list[dict]:
         """Per layer: the encoder-decoder keys/values [batch, heads, source, d] of memory
