@@ -30,12 +30,24 @@ from t2t_lite.run.checkpoints import restore_checkpoint
 from t2t_lite.run.layout import ADAPTER_FILE, RUN_INFO_FILE, SEARCH_FILE
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
+from t2t_lite.runtime.precision import decoding_precision, resolve_precision
 
 
 def build_model(info: RunInfo) -> Transformer:
-    """A built (weights created) Transformer for the run."""
+    """A built (weights created) Transformer for the run, computing in the run's precision as
+    this machine decodes it (`decoding_precision`: a mixed bfloat16 run in float32 where there
+    is no bfloat16 arithmetic; the weights, float32 either way, are the same)."""
+    hparams = info.hparams
+    precision = decoding_precision(hparams.precision)
+    if precision != resolve_precision(hparams.precision):
+        logging.info(
+            "decoding in %s: the run computed in %s, which this machine has no arithmetic for",
+            precision,
+            hparams.precision,
+        )
+        hparams = hparams.replace(precision=precision)
     model = Transformer.from_hparams(
-        info.hparams, info.vocab_size, output_vocab_size=info.output_vocab_size
+        hparams, info.vocab_size, output_vocab_size=info.output_vocab_size
     )
     model.build()
     return model

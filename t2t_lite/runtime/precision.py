@@ -8,7 +8,9 @@ also coarser (measured on an AMD EPYC with AVX2 only: a 64 x 48 x 500 bfloat16 e
 of its largest value, where one bfloat16 rounding of each sum costs at most 0.2 %).
 So "auto" asks the hardware: a GPU of compute capability 8.0 or more (Ampere and later), or
 Linux's CPU flags `avx512_bf16` / `amx_bf16` when there is no GPU. A run records the resolved
-policy in hparams.json, so decoding and export use what training used.
+policy in hparams.json, so decoding and export use what training used, except on a machine
+without bfloat16 arithmetic, where a mixed bfloat16 run decodes in float32
+(`decoding_precision`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,21 @@ def native_bfloat16(
         return all(capability >= NATIVE_BF16_GPU_CAPABILITY for capability in gpus)
     flags = cpu_flags() if flags is None else flags
     return bool(NATIVE_BF16_CPU_FLAGS & set(flags))
+
+
+def decoding_precision(
+    recorded: str, flags: Iterable[str] | None = None, gpus: list[tuple[int, int]] | None = None
+) -> str:
+    """The policy a run with hparams.precision `recorded` decodes in on this machine: the one it
+    trained in (`resolve_precision`), except that a mixed_bfloat16 run decodes in float32
+    where the device has no bfloat16 arithmetic (`native_bfloat16`). Its weights are float32
+    either way (mixed precision keeps float32 variables), and there bfloat16 is the slower
+    and coarser choice: on an AMD EPYC with AVX2 only, beam 4 ran at 0.65x of float32's speed
+    and greedy search at 0.83x (docs/decoding.md, "The fastest settings on each CPU kind")."""
+    policy = resolve_precision(recorded, flags, gpus)
+    if policy == "mixed_bfloat16" and not native_bfloat16(flags, gpus):
+        return "float32"
+    return policy
 
 
 def resolve_precision(
