@@ -23,7 +23,7 @@ import statistics
 import time
 
 from absl import app, flags
-from machine import cpu_name  # bench/machine.py, beside this script
+from machine import run_header  # bench/machine.py, beside this script
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", None, "A trained run.", required=True)
@@ -124,13 +124,7 @@ def main(argv) -> None:
     kept = sum(o.startswith(p) for o, p in zip(outputs["prefix"], prefixes, strict=True))
     median = {n: statistics.median(s) for n, s in seconds.items()}
     record = {
-        "cpu": f"{cpu_name()}, {os.cpu_count()} CPUs",
-        # The run by what it is (its folder is the user's): problem, set, checkpoint name.
-        "run": {
-            "problem": run.problem.name,
-            "hparams_set": run.info.hparams_set,
-            "checkpoint": os.path.basename(run.checkpoint),
-        },
+        **run_header(run),
         "sentences": len(sources),
         "sentences_with_terms": sum(bool(t) for t in terms),
         "terms": all_terms,

@@ -16,6 +16,19 @@ def cpu_name() -> str:
     return describe_machine()["cpu"]
 
 
+def run_header(run) -> dict:
+    """The start of a record of a restored run's decoding: the CPU, and the run by what it is
+    (its folder is the user's): problem, hparams set, checkpoint name."""
+    return {
+        "cpu": f"{cpu_name()}, {os.cpu_count()} CPUs",
+        "run": {
+            "problem": run.problem.name,
+            "hparams_set": run.info.hparams_set,
+            "checkpoint": os.path.basename(run.checkpoint),
+        },
+    }
+
+
 def machine(load_before: tuple[float, ...]) -> dict[str, str]:
     """The CPU by its model name, the CPUs, the load averages (before, now) and the commit."""
     commit = subprocess.run(

@@ -16,7 +16,7 @@ import os
 import time
 
 from absl import app, flags
-from machine import cpu_name  # bench/machine.py, beside this script
+from machine import run_header  # bench/machine.py, beside this script
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", None, "A trained run.", required=True)
@@ -68,12 +68,7 @@ def main(argv) -> None:
         }
         print(name, rows[name], flush=True)
     record = {
-        "cpu": f"{cpu_name()}, {os.cpu_count()} CPUs",
-        "run": {
-            "problem": run.problem.name,
-            "hparams_set": run.info.hparams_set,
-            "checkpoint": os.path.basename(run.checkpoint),
-        },
+        **run_header(run),
         "sentences": len(sources),
         "beam_size": FLAGS.beam_size,
         "references_with_repeated_4gram": sum(map(repeats_a_4gram, references)) / len(references),

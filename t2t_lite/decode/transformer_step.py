@@ -207,7 +207,7 @@ def translate_ids(
     if controls is not None:
         step_fn, cache = controlled_step_fn(step_fn, cache, controls, batch, step_length)
         if banks is not None:  # the terms' state, one level down the cache now
-            banks = TermBanks(lambda cache, inner=banks.state_of: inner(cache["model"]))
+            banks = banks.under("model")
     found = beam_search(
         step_fn,
         cache,

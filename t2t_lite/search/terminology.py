@@ -137,6 +137,11 @@ class TermBanks:
     def __init__(self, state_of):
         self.state_of = state_of
 
+    def under(self, key: str) -> TermBanks:
+        """The same hook for a cache that holds this one's under `key` (the cache of a step
+        function wrapped again, as `controls.controlled_step_fn` keeps it under "model")."""
+        return TermBanks(lambda cache: self.state_of(cache[key]))
+
     def widen(self, logits, row_lp, row_token, cache):
         """Adds to each row's candidates ([rows, n] log-probs and ids) the tokens that advance
         a phrase: [rows, n + C]. A token already among the row's candidates is added as -inf."""
