@@ -47,6 +47,11 @@ flags.DEFINE_integer("beam_size", 4, "The search of every setting (1: greedy).")
 flags.DEFINE_list("student_beams", [], "The student's beams, each a row set (none: --beam_size).")
 flags.DEFINE_list("inter_threads", ["1"], "Batches searched at once on 2 CPUs, each a row set.")
 flags.DEFINE_list("weights", ["float32", "bfloat16", "int8"], "t2t_lite's weights measured.")
+flags.register_validator(
+    "weights",
+    lambda weights: "float32" in weights,
+    "--weights must include float32: the table's speeds are ratios to the teacher's float32",
+)
 flags.DEFINE_string("worker", None, "Internal: one setting as JSON.")
 flags.DEFINE_string("replot", None, "Draw the PNG of this JSON record again, and nothing else.")
 flags.DEFINE_string("record", None, "Where the JSON, .md and .png go; default bench/results/.")
