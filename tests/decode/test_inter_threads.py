@@ -104,20 +104,29 @@ def test_two_threads_decode_score_and_distill_as_one(run_dir):
 
 
 def test_t2t_decode_flag(run_dir, tmp_path):
-    source = tmp_path / "in.txt"
+    """t2t-decode --inter_threads=2 in a process of its own (its threads per op are set before
+    TensorFlow runs) writes what one batch after another writes: `run_decode`, which the
+    command calls, with --inter_threads=1 in this process."""
+    from decoding_helpers import decode_flags
+
+    from t2t_lite.decode.runner import run_decode
+
+    source, one = tmp_path / "in.txt", tmp_path / "one.txt"
     source.write_text("".join(line + "\n" for line in LINES))
-    done = {}
-    for threads in (1, 2):
-        done[threads] = subprocess.run(
-            [
-                sys.executable, "-m", "t2t_lite.bin.t2t_decode", f"--output_dir={run_dir}",
-                f"--decode_from_file={source}", "--batch_tokens=12", f"--inter_threads={threads}",
-            ],
-            capture_output=True, text=True, env=ENV, timeout=300,
-        )  # fmt: skip
-        assert done[threads].returncode == 0, done[threads].stderr[-2000:]
-    assert done[2].stdout == done[1].stdout and len(done[1].stdout.splitlines()) == len(LINES)
+    config = decode_flags(
+        output_dir=run_dir, decode_from_file=str(source), decode_to_file=str(one),
+        batch_tokens=12, inter_threads=1,
+    )  # fmt: skip
+    assert run_decode(*config) == len(LINES)
+    written = one.read_text(encoding="utf-8")
+    two = subprocess.run(
+        [
+            sys.executable, "-m", "t2t_lite.bin.t2t_decode", f"--output_dir={run_dir}",
+            f"--decode_from_file={source}", "--batch_tokens=12", "--inter_threads=2",
+        ],
+        capture_output=True, text=True, env=ENV, timeout=300,
+    )  # fmt: skip
+    assert two.returncode == 0, two.stderr[-2000:]
+    assert two.stdout == written and len(written.splitlines()) == len(LINES)
     per_op = max(1, len(os.sched_getaffinity(0)) // 2)
-    assert f"--inter_threads=2: 2 batches searched at once, each op on {per_op} of" in (
-        done[2].stderr
-    )
+    assert f"--inter_threads=2: 2 batches searched at once, each op on {per_op} of" in two.stderr

@@ -141,10 +141,23 @@ def test_strategy_names():
 
 
 def test_t2t_decode_flag(run_dir, tmp_path):
-    source = tmp_path / "in.txt"
+    """t2t-decode --strategy=mirrored (one replica in a process of one device) writes what
+    `run_decode`, which the command calls, writes with the default strategy in this process;
+    --strategy=multi_worker is refused in one line."""
+    from decoding_helpers import decode_flags
+
+    from t2t_lite.decode.runner import run_decode
+
+    source, default = tmp_path / "in.txt", tmp_path / "default.txt"
     source.write_text("1 2 3\n\n4 5\n")
+    config = decode_flags(
+        output_dir=run_dir, decode_from_file=str(source), decode_to_file=str(default),
+        strategy="default",
+    )  # fmt: skip
+    assert run_decode(*config) == 3
+    written = default.read_text(encoding="utf-8")
     outputs = {}
-    for strategy in ("default", "mirrored", "multi_worker"):
+    for strategy in ("mirrored", "multi_worker"):
         outputs[strategy] = subprocess.run(
             [
                 sys.executable, "-m", "t2t_lite.bin.t2t_decode", f"--output_dir={run_dir}",
@@ -152,9 +165,9 @@ def test_t2t_decode_flag(run_dir, tmp_path):
             ],
             capture_output=True, text=True, env=ENV, timeout=300,
         )  # fmt: skip
-    assert outputs["default"].returncode == 0, outputs["default"].stderr[-2000:]
-    assert outputs["mirrored"].stdout == outputs["default"].stdout
-    assert len(outputs["default"].stdout.splitlines()) == 3
+    assert outputs["mirrored"].returncode == 0, outputs["mirrored"].stderr[-2000:]
+    assert outputs["mirrored"].stdout == written
+    assert len(written.splitlines()) == 3
     refused = outputs["multi_worker"]
     assert refused.returncode == 2 and "--strategy=multi_worker: decoding runs in one process" in (
         refused.stderr

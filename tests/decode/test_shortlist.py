@@ -205,18 +205,24 @@ LINES = ["1 2 3", "4 4 0 9", "7"]
 
 def test_t2t_decode_and_t2t_export_with_shortlist(reversal_run, tmp_path):
     """--shortlist builds the table in the data folder; with the frequent list covering every
-    id, t2t-decode writes what the plain search writes, and the export's serving signature
-    returns the same."""
+    id, t2t-decode writes what the plain search writes (`run_decode`, which the command calls,
+    in this process), and the export's serving signature returns the same."""
+    from decoding_helpers import decode_flags
+
+    from t2t_lite.decode.runner import run_decode
+
     output_dir, data_dir = reversal_run
-    source = tmp_path / "in.txt"
+    source, plain, short = tmp_path / "in.txt", tmp_path / "plain.txt", tmp_path / "short.txt"
     source.write_text("".join(f"{line}\n" for line in LINES))
+    config = decode_flags(
+        output_dir=str(output_dir), data_dir=str(data_dir), decode_from_file=str(source),
+        decode_to_file=str(plain),
+    )  # fmt: skip
+    assert run_decode(*config) == len(LINES)
     run = [f"--output_dir={output_dir}", f"--data_dir={data_dir}", f"--decode_from_file={source}"]
-    outputs = {}
-    for name, extra in (("plain", []), ("short", ["--shortlist=100,2"])):
-        target = tmp_path / f"{name}.txt"
-        done = _command("t2t_decode", *run, f"--decode_to_file={target}", *extra)
-        assert done.returncode == 0, done.stderr[-3000:]
-        outputs[name] = target.read_text().splitlines()
+    done = _command("t2t_decode", *run, f"--decode_to_file={short}", "--shortlist=100,2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    outputs = {"plain": plain.read_text().splitlines(), "short": short.read_text().splitlines()}
     assert outputs["short"] == outputs["plain"] and len(outputs["plain"]) == 3
     assert (data_dir / shortlist.FILE).exists()
     export_dir = tmp_path / "export"

@@ -39,13 +39,22 @@ def chromium() -> str:
     return path
 
 
-def test_translate_click_a_target_token_and_ask_for_terms(chromium, tmp_path):
-    output_dir = serve_helpers.text_run(tmp_path)
+@pytest.fixture(scope="module")
+def text_server(chromium, tmp_path_factory):
+    """One text run (serve_helpers.text_run) and one `t2t-serve` over it for the tests of the
+    text pages, which only read them: (output_dir, the server's URL)."""
+    root = tmp_path_factory.mktemp("text_server")
+    output_dir = serve_helpers.text_run(root)
+    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(root / "log")) as url:
+        yield output_dir, url
+
+
+def test_translate_click_a_target_token_and_ask_for_terms(chromium, text_server, tmp_path):
+    output_dir, url = text_server
     png, terms_png = str(tmp_path / "t2t-serve.png"), str(tmp_path / "terms.png")
     guides = ("we", "red box; doors")
-    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
-        shown = screenshot_serve.screenshot(url, [SENTENCE], png, chromium)
-        guided = screenshot_serve.screenshot(url, [SENTENCE], terms_png, chromium, guides)
+    shown = screenshot_serve.screenshot(url, [SENTENCE], png, chromium)
+    guided = screenshot_serve.screenshot(url, [SENTENCE], terms_png, chromium, guides)
     # The page searches with the run's defaults; its attention is that of the best translation.
     reference = sentence_attention(Translator.from_run(Run.restore(output_dir)), SENTENCE)
     assert shown["source"] == reference["source"]
@@ -109,38 +118,37 @@ def test_parse_tree_and_gold_tree_score(chromium, tmp_path):
     assert form_error == "beam_size must be in [1, 21], got 0" and outlined == 1
 
 
-def test_scores_scale_sampling_and_offline_api_pages(chromium, tmp_path):
-    output_dir = serve_helpers.text_run(tmp_path)
+def test_scores_scale_sampling_and_offline_api_pages(chromium, text_server):
+    output_dir, url = text_server
     sampling = "temperature:1.5,seed:3"
-    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
-        with screenshot_serve.browser_page(chromium) as page:
-            outside = []  # scripts, styles and data from elsewhere: none (no CDN); ReDoc's
-            local = (url, "blob:", "data:")  # "powered by" logo is an image and may fail
-            kinds = ("document", "script", "stylesheet", "fetch", "xhr", "font")
-            page.on(
-                "request",
-                lambda r: (
-                    r.url.startswith(local) or r.resource_type not in kinds or outside.append(r.url)
-                ),
-            )
-            page.goto(url)
-            page.wait_for_selector("#translate:enabled")
-            page.fill("#sentences", SENTENCE)
-            page.click("#translate")
-            page.wait_for_selector(".result .best .score")
-            score = page.locator(".result .best .score").inner_text()
-            page.wait_for_selector("#cross-heatmap svg .scale")
-            scale = page.locator("#cross-heatmap svg .scale text").all_text_contents()
-            page.check("#sample")
-            page.fill("#sampling", sampling)
-            page.click("#translate")
-            page.wait_for_selector(".result .best .score:has-text('log p')")
-            sampled = page.locator(".result .best .hyp-text").inner_text()
-            page.goto(f"{url}docs")  # url ends with "/"
-            page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)
-            operations = page.locator(".swagger-ui .opblock-summary-path").all_text_contents()
-            page.goto(f"{url}redoc")
-            page.wait_for_selector("redoc [role=menuitem], .menu-content", timeout=30_000)
+    with screenshot_serve.browser_page(chromium) as page:
+        outside = []  # scripts, styles and data from elsewhere: none (no CDN); ReDoc's
+        local = (url, "blob:", "data:")  # "powered by" logo is an image and may fail
+        kinds = ("document", "script", "stylesheet", "fetch", "xhr", "font")
+        page.on(
+            "request",
+            lambda r: (
+                r.url.startswith(local) or r.resource_type not in kinds or outside.append(r.url)
+            ),
+        )
+        page.goto(url)
+        page.wait_for_selector("#translate:enabled")
+        page.fill("#sentences", SENTENCE)
+        page.click("#translate")
+        page.wait_for_selector(".result .best .score")
+        score = page.locator(".result .best .score").inner_text()
+        page.wait_for_selector("#cross-heatmap svg .scale")
+        scale = page.locator("#cross-heatmap svg .scale text").all_text_contents()
+        page.check("#sample")
+        page.fill("#sampling", sampling)
+        page.click("#translate")
+        page.wait_for_selector(".result .best .score:has-text('log p')")
+        sampled = page.locator(".result .best .hyp-text").inner_text()
+        page.goto(f"{url}docs")  # url ends with "/"
+        page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)
+        operations = page.locator(".swagger-ui .opblock-summary-path").all_text_contents()
+        page.goto(f"{url}redoc")
+        page.wait_for_selector("redoc [role=menuitem], .menu-content", timeout=30_000)
     assert score.startswith("score ") and float(score.split()[1]) < 0
     assert scale == ["0", "0.5", "1", "attention weight"]
     expected = Translator.from_run(output_dir, sampling=True, temperature=1.5, seed=3)
@@ -149,14 +157,13 @@ def test_scores_scale_sampling_and_offline_api_pages(chromium, tmp_path):
     assert outside == [], outside
 
 
-def test_a_document_side_by_side_as_it_streams(chromium, tmp_path):
+def test_a_document_side_by_side_as_it_streams(chromium, text_server, tmp_path):
     """The document panel: paragraphs side by side, filled from the server-sent events, the
     end what Translator.translate_document gives."""
-    output_dir = serve_helpers.text_run(tmp_path)
+    output_dir, url = text_server
     document = "we saw <b>the box</b>. the red door.\n\n- we took {name} here\n"
     png = str(tmp_path / "document.png")
-    with screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url:
-        shown = screenshot_serve.screenshot(url, [], png, chromium, document=document)
+    shown = screenshot_serve.screenshot(url, [], png, chromium, document=document)
     assert os.path.getsize(png) > 5_000
     expected = Translator.from_run(output_dir).translate_document(document)
     assert shown["document"] == expected
@@ -168,15 +175,12 @@ def test_a_document_side_by_side_as_it_streams(chromium, tmp_path):
     assert shown["status"] == "done: 3 sentences"
 
 
-def test_one_greedy_sentence_streams_its_tokens(chromium, tmp_path):
+def test_one_greedy_sentence_streams_its_tokens(chromium, text_server):
     """Beam size 1 and alpha 0 for one sentence: the page asks /api/translate_stream (not
     /api/translate), fills the translation in from its events, and ends with what
     Translator.translate gives and the attention view of it."""
-    output_dir = serve_helpers.text_run(tmp_path)
-    with (
-        screenshot_serve.serving([f"--output_dir={output_dir}"], str(tmp_path / "log")) as url,
-        screenshot_serve.browser_page(chromium) as page,
-    ):
+    output_dir, url = text_server
+    with screenshot_serve.browser_page(chromium) as page:
         asked = []
         page.on("request", lambda request: asked.append(request.url.removeprefix(url)))
         page.goto(url)

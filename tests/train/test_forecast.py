@@ -116,9 +116,12 @@ def test_a_corpus_too_small_for_the_model_says_no_minutes_reach_the_bar(tmp_path
     )
 
 
-def test_a_budget_run_logs_its_forecast_once_and_keeps_it(tmp_path, monkeypatch, caplog):
+def test_a_budget_run_logs_its_forecast_once_and_keeps_it(
+    tmp_path, monkeypatch, caplog, step_clock
+):
     from t2t_lite.train import budget
 
+    # On the step clock (tests/step_clock.py) the 18 s budget is 72 steps, the second 4.
     monkeypatch.setattr(budget, "RATE_WINDOW_SECONDS", 1.0)  # settled after a second
     problem = FakeReverse()
     problem.budget_ladder = ("transformer_tiny", "transformer_budget_xs")
