@@ -16,36 +16,6 @@ from reverse_words import (  # noqa: E402, F401  (session fixtures)
 )
 from step_clock import step_clock  # noqa: E402, F401  (a fixture)
 
-# The files that take a worker longest, slowest first (seconds of one process on an Intel Xeon
-# with AMX, 2026-12-05: about 140 to 30 each). `make test` hands whole files to its two workers
-# (--dist loadfile) in the order they are collected, so these go out first and the run does not
-# end with one worker on a long file while the other waits.
-SLOW_FILES = (
-    "decode/test_quantize.py",
-    "train/test_budget.py",
-    "bin/test_cli.py",
-    "train/test_evaluation.py",
-    "sweep/test_sweep_end_to_end.py",
-    "decode/test_shortlist.py",
-    "serve/test_web_browser.py",
-    "train/test_train_step.py",
-    "decode/test_replicas.py",
-    "decode/test_sampling.py",
-    "serve/test_litert_export.py",
-    "run/test_checkpoints.py",
-    "serve/test_export_parsing.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    """The tests of SLOW_FILES first, in that order; the rest as collected."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    gone = [name for name in SLOW_FILES if not os.path.isfile(os.path.join(here, name))]
-    if gone:
-        raise pytest.UsageError(f"tests/conftest.py: SLOW_FILES names missing files: {gone}")
-    rank = {name: i for i, name in enumerate(SLOW_FILES)}
-    items.sort(key=lambda item: rank.get(os.path.relpath(str(item.path), here), len(rank)))
-
 
 @pytest.fixture(autouse=True)
 def _seed():
