@@ -200,3 +200,13 @@ def decode_flags(**flags):
     decoding = {field.name for field in dataclasses.fields(DecodeConfig)}
     config = DecodeConfig(**{k: v for k, v in flags.items() if k in decoding})
     return config, RunFlags(**{k: v for k, v in flags.items() if k not in decoding})
+
+
+def t2t_decode(source, target, **flags) -> list[str]:
+    """The lines `t2t-decode --decode_from_file=SOURCE --decode_to_file=TARGET` with `flags`
+    (name=value) writes, decoded in this process by `run_decode`, as bin/t2t_decode.py does."""
+    from t2t_lite.decode.runner import run_decode
+
+    run_decode(*decode_flags(decode_from_file=str(source), decode_to_file=str(target), **flags))
+    with open(target, encoding="utf-8") as f:
+        return f.read().split("\n")[:-1]

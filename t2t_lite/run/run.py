@@ -30,27 +30,32 @@ from t2t_lite.run.checkpoints import restore_checkpoint
 from t2t_lite.run.layout import ADAPTER_FILE, RUN_INFO_FILE, SEARCH_FILE
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime.atomic_io import file_sha256
-from t2t_lite.runtime.precision import decoding_precision, resolve_precision
+from t2t_lite.runtime.precision import AUTO, decoding_precision
 
 
 def build_model(info: RunInfo) -> Transformer:
-    """A built (weights created) Transformer for the run, computing in the run's precision as
-    this machine decodes it (`decoding_precision`: a mixed bfloat16 run in float32 where there
-    is no bfloat16 arithmetic; the weights, float32 either way, are the same)."""
-    hparams = info.hparams
-    precision = decoding_precision(hparams.precision)
-    if precision != resolve_precision(hparams.precision):
-        logging.info(
-            "decoding in %s: the run computed in %s, which this machine has no arithmetic for",
-            precision,
-            hparams.precision,
-        )
-        hparams = hparams.replace(precision=precision)
+    """A built (weights created) Transformer for the run, in the precision its hparams say."""
     model = Transformer.from_hparams(
-        hparams, info.vocab_size, output_vocab_size=info.output_vocab_size
+        info.hparams, info.vocab_size, output_vocab_size=info.output_vocab_size
     )
     model.build()
     return model
+
+
+def decoding_info(info: RunInfo) -> RunInfo:
+    """`info` with the precision this machine decodes the run in (`decoding_precision`: a mixed
+    bfloat16 run computes in float32 where there is no bfloat16 arithmetic; the weights, float32
+    either way, are the same), logged when that is not the run's own."""
+    recorded = info.hparams.precision
+    precision = decoding_precision(recorded)
+    if recorded in (precision, AUTO):  # "auto" (older runs): the model resolves it as training did
+        return info
+    logging.info(
+        "decoding in %s: the run computed in %s, which this machine has no arithmetic for",
+        precision,
+        recorded,
+    )
+    return dataclasses.replace(info, hparams=info.hparams.replace(precision=precision))
 
 
 def load_run(output_dir: str) -> tuple[RunInfo, adapter.AdapterRecord | None]:
@@ -77,7 +82,7 @@ def restore_model(
     with a warning naming the file); the model part of `Run.restore`. A CheckpointError names
     the file when nothing is readable, or when a given `checkpoint` is unreadable."""
     info, record = load_run(output_dir)
-    model = build_model(info)
+    model = build_model(decoding_info(info))
     if record is not None:
         return model, info, adapter.restore_adapted(model, record, output_dir, checkpoint)
     path = restore_checkpoint(tf.train.Checkpoint(model=model), output_dir, checkpoint)

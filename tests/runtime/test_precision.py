@@ -9,7 +9,7 @@ from train_helpers import run_training
 
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model import Transformer
-from t2t_lite.run.run import build_model
+from t2t_lite.run.run import build_model, decoding_info
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime import precision
 from t2t_lite.runtime.precision import decoding_precision, native_bfloat16, resolve_precision
@@ -76,19 +76,23 @@ def test_a_run_decodes_in_its_policy_unless_bfloat16_would_be_emulated(
 def test_a_bfloat16_run_restores_as_a_float32_model_with_its_weights_on_an_avx2_cpu(
     tmp_path, monkeypatch
 ):
-    """Run.restore's model (`build_model`): on a CPU with AVX2 only a mixed bfloat16 run's
-    model computes in float32, with the same float32 weights, so its logits are those of a
-    float32 model restored from the same checkpoint; on this machine's own flags it keeps
-    the run's policy where the machine has bfloat16 arithmetic."""
+    """Run.restore's model (`build_model` of `decoding_info`): on a CPU with AVX2 only a mixed
+    bfloat16 run's model computes in float32, with the same float32 weights, so its logits are
+    those of a float32 model restored from the same checkpoint; on this machine's own flags it
+    keeps the run's policy where the machine has bfloat16 arithmetic. `build_model` alone (the
+    model averaging reads checkpoints into) keeps the run's policy."""
     hparams = get_hparams(
         "transformer_tiny",
         "num_encoder_layers=1,num_decoder_layers=1,d_ff=64,precision=mixed_bfloat16",
     )
     info = RunInfo("p", "d", "transformer_tiny", hparams, 12)
-    assert build_model(info).dtype_policy.name == decoding_precision("mixed_bfloat16")
+    assert build_model(decoding_info(info)).dtype_policy.name == decoding_precision(
+        "mixed_bfloat16"
+    )
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
     monkeypatch.setattr(precision, "gpu_capabilities", lambda: [])
-    model = build_model(info)
+    assert build_model(info).dtype_policy.name == "mixed_bfloat16"  # averaging's model: as trained
+    model = build_model(decoding_info(info))
     assert model.dtype_policy.name == "float32"
     reference = build_model(
         RunInfo("p", "d", "transformer_tiny", hparams.replace(precision="float32"), 12)

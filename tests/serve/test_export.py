@@ -22,11 +22,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from command_helpers import run_json
-from decoding_helpers import decode_flags
+from decoding_helpers import t2t_decode
 from tf_serving_helpers import serving
 
 from t2t_lite.data import load_tokenizer
-from t2t_lite.decode.runner import run_decode
 from t2t_lite.hparams import SearchSettings, get_hparams
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.problems import get_problem
@@ -205,19 +204,15 @@ def decoded(run, tmp_path_factory):
     root = tmp_path_factory.mktemp("decoded")
     out = {}
     for nbest in (1, 2):
-        target = str(root / f"nbest{nbest}.txt")
-        config = decode_flags(
+        out[nbest] = t2t_decode(
+            run["source"],
+            root / f"nbest{nbest}.txt",
             output_dir=run["output_dir"],
-            decode_from_file=run["source"],
-            decode_to_file=target,
             beam_size=3,
             alpha=0.6,
             extra_length=10,
             nbest=nbest,
         )
-        run_decode(*config)
-        with open(target, encoding="utf-8") as f:
-            out[nbest] = f.read().split("\n")[:-1]
     return out
 
 

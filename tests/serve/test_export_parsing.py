@@ -7,10 +7,9 @@ import keras
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops the SavedModel uses)
-from decoding_helpers import TINY, decode_flags
+from decoding_helpers import TINY, t2t_decode
 
 from t2t_lite.data.trees import parse_tree
-from t2t_lite.decode.runner import run_decode
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model import Transformer
 from t2t_lite.problems import get_problem
@@ -81,15 +80,9 @@ def decoded(parsing_run):
     outputs = {}
     for nbest in (1, 3):
         target = root / f"decoded{nbest}.txt"
-        config = decode_flags(
-            output_dir=output_dir,
-            decode_from_file=str(root / "in.txt"),
-            decode_to_file=str(target),
-            nbest=nbest,
-            **SEARCH,
+        outputs[nbest] = t2t_decode(
+            root / "in.txt", target, output_dir=output_dir, nbest=nbest, **SEARCH
         )
-        run_decode(*config)
-        outputs[nbest] = target.read_text().split("\n")[:-1]
     return outputs
 
 

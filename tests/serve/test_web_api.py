@@ -9,10 +9,9 @@ import threading
 import numpy as np
 import pytest
 import serve_helpers
-from decoding_helpers import decode_flags
+from decoding_helpers import t2t_decode
 from fastapi.testclient import TestClient
 
-from t2t_lite.decode.runner import run_decode
 from t2t_lite.decode.translator import Translator
 from t2t_lite.decode.visualize import sentence_attention
 from t2t_lite.run.run import Run
@@ -52,16 +51,8 @@ def decoded(output_dir, tmp_path, lines, nbest, **search):
     """t2t-decode's output for `lines`: per line, [(text, score)] (Moses n-best lines)."""
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    config = decode_flags(
-        output_dir=output_dir,
-        decode_from_file=str(source),
-        decode_to_file=str(target),
-        nbest=nbest,
-        **search,
-    )
-    run_decode(*config)
     found = [[] for _ in lines]
-    for line in target.read_text(encoding="utf-8").splitlines():
+    for line in t2t_decode(source, target, output_dir=output_dir, nbest=nbest, **search):
         index, text, score = line.split(" ||| ")
         found[int(index)].append((text, float(score)))
     return found
@@ -92,15 +83,9 @@ def test_sampling_equals_t2t_decode_sampling(output_dir, client, tmp_path):
     sampling = "temperature:1.5,top_k:20,seed:7"
     with open(tmp_path / "in.txt", "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))
-    config = decode_flags(
-        output_dir=output_dir,
-        decode_from_file=str(tmp_path / "in.txt"),
-        decode_to_file=str(tmp_path / "out"),
-        nbest=1,
-        sampling=sampling,
+    expected = t2t_decode(
+        tmp_path / "in.txt", tmp_path / "out", output_dir=output_dir, nbest=1, sampling=sampling
     )
-    run_decode(*config)
-    expected = (tmp_path / "out").read_text(encoding="utf-8").splitlines()
     answer = client.post("/api/translate", json={"sentences": lines, "sampling": sampling})
     assert answer.status_code == 200, answer.text
     assert [r["hypotheses"][0]["text"] for r in answer.json()["results"]] == expected

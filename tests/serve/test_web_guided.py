@@ -14,12 +14,11 @@ import pytest
 import serve_helpers
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
-from decoding_helpers import decode_flags
+from decoding_helpers import t2t_decode
 from fastapi.testclient import TestClient
 
 from t2t_lite.decode import confidence
 from t2t_lite.decode.guidance import Guide
-from t2t_lite.decode.runner import run_decode
 from t2t_lite.decode.translator import Translator
 from t2t_lite.run.run import Run
 from t2t_lite.serve import export
@@ -83,17 +82,15 @@ def _decoded(output_dir, root) -> list[dict]:
     (root / "in.txt").write_text("\n".join(LINES) + "\n")
     (root / "prefix.txt").write_text("\n".join(PREFIXES) + "\n")
     (root / "c.tsv").write_text("\n".join("\t".join(c) for c in CONSTRAINTS) + "\n")
-    config = decode_flags(
+    lines = t2t_decode(
+        root / "in.txt",
+        root / "out.jsonl",
         output_dir=output_dir,
-        decode_from_file=str(root / "in.txt"),
-        decode_to_file=str(root / "out.jsonl"),
         prefix_file=str(root / "prefix.txt"),
         constraints_file=str(root / "c.tsv"),
         output_format="jsonl",
         **SEARCH,
     )
-    run_decode(*config)
-    lines = (root / "out.jsonl").read_text().splitlines()
     return [json.loads(line)["hypotheses"] for line in lines]
 
 
