@@ -8,18 +8,17 @@ import pytest
 import tensorflow as tf
 from decoding_helpers import (
     all_hypotheses,
-    decode_flags,
     eos_after_input,
     model_hparams,
     np_log_softmax,
     padded,
     random_inputs,
     reference_nbest,
+    t2t_decode,
     tiny_model,
 )
 
 from t2t_lite.decode import transformer_step
-from t2t_lite.decode.runner import run_decode
 from t2t_lite.model.ensemble import Ensemble, normalized_weights
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run import Run, member_location
@@ -162,18 +161,16 @@ LINES = ["1 2 3", "", "4 5 6 7 8", "9", "3 3 2"]
 def _decode(runs, tmp_path, checkpoint, **flags) -> list[str]:
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("\n".join(LINES) + "\n")
-    config = decode_flags(
+    return t2t_decode(
+        source,
+        target,
         output_dir=runs["a"],
         checkpoint=checkpoint,
-        decode_from_file=str(source),
-        decode_to_file=str(target),
         beam_size=3,
         alpha=0.6,
         extra_length=3,
         **flags,
     )
-    run_decode(*config)
-    return target.read_text().split("\n")[:-1]
 
 
 def test_t2t_decode_ensemble_of_two_runs(runs, tmp_path):

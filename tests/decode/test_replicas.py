@@ -27,9 +27,7 @@ LINES, TARGETS = MIXED_LINES, MIXED_TARGETS
 def decode_all(output_dir: str, folder: str, strategy: str) -> dict:
     """Every output t2t-decode writes for LINES with this --strategy: n-best lines, 1-best
     lines with several batches, and the scores of TARGETS."""
-    from decoding_helpers import decode_flags
-
-    from t2t_lite.decode.runner import run_decode
+    from decoding_helpers import t2t_decode
 
     source, targets = os.path.join(folder, "in.txt"), os.path.join(folder, "targets.txt")
     for path, lines in ((source, LINES), (targets, TARGETS)):
@@ -43,16 +41,7 @@ def decode_all(output_dir: str, folder: str, strategy: str) -> dict:
     found = {}
     for name, settings in runs.items():
         out = os.path.join(folder, f"{name}.{strategy}.txt")
-        config = decode_flags(
-            output_dir=output_dir,
-            decode_from_file=source,
-            decode_to_file=out,
-            strategy=strategy,
-            **settings,
-        )
-        run_decode(*config)
-        with open(out) as f:
-            found[name] = f.read().splitlines()
+        found[name] = t2t_decode(source, out, output_dir=output_dir, strategy=strategy, **settings)
     return found
 
 
