@@ -8,7 +8,11 @@ from absl import flags
 from t2t_lite.train.config import CLUSTERS, SLURM_PORT_BASE, STRATEGIES
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("strategy", "auto", STRATEGIES, "auto: multi_worker in a cluster of >1 task.")
+flags.DEFINE_enum(
+    "strategy", "auto", STRATEGIES,
+    "auto: multi_worker in a cluster of >1 task, else mirrored over several local devices, "
+    "default on one.",
+)  # fmt: skip
 flags.DEFINE_enum(
     "cluster",
     "auto",

@@ -40,8 +40,9 @@ flags.DEFINE_enum("input_format", "lines", ["lines", "document"], "document: one
                   "layout, markup kept (docs/control.md).")  # fmt: skip
 flags.DEFINE_string("source_language", None, "A document's language (default: the problem's).")
 flags.DEFINE_enum(
-    "strategy", "default", STRATEGIES, "auto/mirrored: split each batch across local devices."
-)
+    "strategy", "default", STRATEGIES,
+    "mirrored: split each batch across the local devices; auto: the same where there are several.",
+)  # fmt: skip
 
 
 def main() -> None:

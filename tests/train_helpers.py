@@ -121,6 +121,7 @@ def mirrored_main() -> None:
 
     print(json.dumps({
         "replicas": two.num_replicas_in_sync, "two": res2, "one": res1,
+        "auto": type(create_strategy("auto")).__name__,
         "max_delta_diff": max_diff(deltas1, deltas2),
         "max_delta": max(float(np.max(np.abs(x))) for x in deltas1),
         "two_accum": res2a, "one_all": res1a, "accum_delta_diff": max_diff(deltas1a, deltas2a),

@@ -2,9 +2,11 @@
 and many workers.
 
 `--strategy=auto` picks MultiWorkerMirroredStrategy when the cluster (runtime/cluster.py: TF_CONFIG,
-SLURM or a Kubernetes Indexed Job) has more than one task, and MirroredStrategy over the local
-devices otherwise: every GPU, or, when there is none, every logical CPU device (one unless
-`tf.config.set_logical_device_configuration` split it).
+SLURM or a Kubernetes Indexed Job) has more than one task, MirroredStrategy over the local devices
+when there are several (every GPU, or, when there is none, every logical CPU device, which is one
+unless `tf.config.set_logical_device_configuration` split it), and TensorFlow's default strategy
+on one device: MirroredStrategy over a single device replicates nothing and adds its own cost to
+every step (docs/training.md).
 """
 
 from __future__ import annotations
@@ -48,7 +50,10 @@ def create_strategy(
     if resolver is None and name in ("auto", "multi_worker") and os.environ.get("TF_CONFIG"):
         resolver = cluster.resolve("tf_config")
     if name == "auto":
-        name = "multi_worker" if cluster_size(resolver) > 1 else "mirrored"
+        if cluster_size(resolver) > 1:
+            name = "multi_worker"
+        else:  # one device replicates nothing: MirroredStrategy would only add its step's cost
+            name = "mirrored" if len(local_devices()) > 1 else "default"
     if name == "multi_worker":
         options = tf.distribute.experimental.CommunicationOptions(
             timeout_seconds=timeout_seconds or None
@@ -76,7 +81,8 @@ def decode_strategy(name: str = "default") -> tf.distribute.Strategy | None:
     """The strategy `--strategy=name` names for decoding (t2t-decode): "auto" and "mirrored"
     replicate over the local devices (every GPU, else every logical CPU), "default" is one
     device (None). Decoding runs in one process, so a cluster (multi_worker, or auto in a
-    cluster of several tasks: TF_CONFIG, SLURM, an Indexed Job) is refused."""
+    cluster of several tasks: TF_CONFIG, SLURM, an Indexed Job) is refused; "auto" on one
+    device is "default", as in training."""
     if name not in STRATEGIES:
         raise ValueError(f"--strategy={name!r} is not one of {', '.join(STRATEGIES)}")
     if name == "multi_worker" or (name == "auto" and cluster_size(cluster.resolve("auto")) > 1):
@@ -84,7 +90,9 @@ def decode_strategy(name: str = "default") -> tf.distribute.Strategy | None:
             f"--strategy={name}: decoding runs in one process over its local devices "
             "(auto or mirrored outside a cluster, or default)"
         )
-    return None if name == "default" else create_strategy("mirrored")
+    if name == "default" or (name == "auto" and len(local_devices()) == 1):
+        return None
+    return create_strategy("mirrored")
 
 
 def task_info(strategy: tf.distribute.Strategy) -> tuple[str | None, int]:

@@ -47,7 +47,10 @@ def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[s
 
 def local_strategy(strategy):
     """The strategy dev BLEU's decoding splits its batches over: the training strategy when its
-    replicas are all in this process (t2t-decode's path), else none."""
+    replicas are all in this process (t2t-decode's path), else none (one device: nothing to
+    split, and the default strategy has no `worker_devices`)."""
+    if strategy.num_replicas_in_sync == 1:
+        return None
     if len(strategy.extended.worker_devices) != strategy.num_replicas_in_sync:
         return None
     return strategy

@@ -32,6 +32,20 @@ def test_auto_without_a_cluster_is_one_machine():
     assert cluster.resolve("auto") is None
 
 
+def test_auto_on_one_device_is_the_default_strategy():
+    from t2t_lite.runtime.distribute import create_strategy, decode_strategy
+
+    assert len(tf.config.list_logical_devices("CPU")) == 1 and not tf.config.list_logical_devices(
+        "GPU"
+    )
+    # MirroredStrategy over one device replicates nothing and costs every step (docs/training.md).
+    assert create_strategy("auto") is tf.distribute.get_strategy()
+    assert decode_strategy("auto") is None
+    mirrored = create_strategy("mirrored")  # asked for by name, it is still made
+    assert isinstance(mirrored, tf.distribute.MirroredStrategy)
+    assert mirrored.num_replicas_in_sync == 1
+
+
 def test_slurm_job_step_resolves_every_task_with_its_port(monkeypatch):
     _slurm(monkeypatch, rank=3, nodes="node[1-2]", per_node="2(x2)", tasks=4)
     resolver = cluster.resolve("auto", port_base=9000)

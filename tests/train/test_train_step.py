@@ -80,6 +80,7 @@ def test_non_finite_gradient_is_not_applied():
 def test_two_replicas_equal_one_device_with_the_same_global_batch():
     result = run_json(os.path.join(TESTS, "train_helpers.py"), "mirrored")
     assert result["replicas"] == 2
+    assert result["auto"] == "MirroredStrategy"  # --strategy=auto on two local devices
     assert result["two"]["target_tokens"] == result["one"]["target_tokens"]
     assert abs(result["two"]["loss"] - result["one"]["loss"]) < 1e-5
     assert abs(result["two"]["grad_norm"] - result["one"]["grad_norm"]) < 1e-5
