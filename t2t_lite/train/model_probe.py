@@ -14,6 +14,7 @@ import time
 from absl import logging
 
 from t2t_lite.hparams import get_hparams
+from t2t_lite.hparams.hparams_base import override_keys
 from t2t_lite.run.layout import BUDGET_FILE, RUN_INFO_FILE
 from t2t_lite.runtime import atomic_io
 from t2t_lite.train import model_choice
@@ -72,12 +73,29 @@ def choose_on_this_machine(problem, config: TrainConfig, strategy=None) -> model
         return 60.0 * config.train_minutes * (1.0 - search_tuning.kept_share(problem, hparams))
 
     ladder = problem.budget_ladder
+    fixed = sizes_overridden(ladder, config.hparams_overrides)
+    if fixed:
+        raise ValueError(
+            f"--hparams sets {', '.join(fixed)}, in which the budget's candidates "
+            f"({', '.join(ladder)}) differ, so all of them would train one model: name the set "
+            f"with --hparams_set (e.g. --hparams_set={ladder[0]} --hparams=...), or leave "
+            f"{', '.join(fixed)} to the budget's choice"
+        )
     return model_choice.untimed(ladder, config.train_minutes) or model_choice.choose(
         ladder,
         lambda name: probe(name, problem, config, strategy),
         train_seconds,
         problem.train_tokens(config.data_dir),
     )
+
+
+def sizes_overridden(ladder: tuple[str, ...], overrides: str) -> list[str]:
+    """The hyperparameters `overrides` (--hparams) sets among those the sets of `ladder` differ
+    in (for translation d_model and d_ff): with any of them set, the candidates are no longer
+    the ladder's models, and the choice among them means nothing."""
+    sets = [dataclasses.asdict(get_hparams(name)) for name in ladder]
+    differ = {key for key in sets[0] if len({repr(values[key]) for values in sets}) > 1}
+    return sorted(override_keys(overrides) & differ)
 
 
 def recorded_choice(output_dir: str) -> dict | None:

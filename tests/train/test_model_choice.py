@@ -4,6 +4,7 @@ the choice recorded and kept by a resumed run, and an explicit --hparams_set win
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import types
@@ -184,6 +185,27 @@ def test_the_choice_is_recorded_and_a_resumed_run_keeps_it(tmp_path, monkeypatch
         json.dump({"hparams_set": "middle"}, f)
     monkeypatch.setattr(model_probe, "choose_on_this_machine", _no_probe)
     assert model_probe.hparams_set_for_run(_problem(), config, None) == model_probe.RunSet("middle")
+
+
+def test_sizes_in_hparams_without_a_set_are_refused_before_any_probe(tmp_path, monkeypatch):
+    monkeypatch.setattr(model_probe, "probe", _no_probe)
+    ladder = ("transformer_budget_xs", "transformer_budget_s", "transformer_budget_m")
+    problem = types.SimpleNamespace(budget_ladder=ladder, train_tokens=lambda data_dir: 10**6)
+    assert model_probe.sizes_overridden(ladder, "d_ff=384,dropout=0.2,d_model=96") == [
+        "d_ff",
+        "d_model",
+    ]
+    config = dataclasses.replace(_config(tmp_path), hparams_overrides="d_model=96,d_ff=384")
+    with pytest.raises(
+        ValueError,
+        match=r"^--hparams sets d_ff, d_model, in which the budget's "
+        r"candidates \(transformer_budget_xs, transformer_budget_s, "
+        r"transformer_budget_m\) differ.*--hparams_set=transformer_budget_xs",
+    ):
+        model_probe.choose_on_this_machine(problem, config)
+    # What every candidate shares (depth, dropout) may be set; a one-set ladder has no sizes.
+    assert model_probe.sizes_overridden(ladder, "num_encoder_layers=4,dropout=0.2") == []
+    assert model_probe.sizes_overridden(("transformer_tiny",), "d_model=32") == []
 
 
 def test_one_set_or_a_short_budget_is_not_probed():
