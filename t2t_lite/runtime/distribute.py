@@ -37,6 +37,12 @@ def local_devices() -> list[str]:
     return [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
 
 
+def one_machine_choice() -> str:
+    """What `auto` is outside a cluster: "mirrored" over several local devices, "default" on one
+    (MirroredStrategy over a single device replicates nothing and only adds its step's cost)."""
+    return "mirrored" if len(local_devices()) > 1 else "default"
+
+
 def create_strategy(
     name: str = "auto", resolver=None, timeout_seconds: float = 0.0
 ) -> tf.distribute.Strategy:
@@ -50,10 +56,7 @@ def create_strategy(
     if resolver is None and name in ("auto", "multi_worker") and os.environ.get("TF_CONFIG"):
         resolver = cluster.resolve("tf_config")
     if name == "auto":
-        if cluster_size(resolver) > 1:
-            name = "multi_worker"
-        else:  # one device replicates nothing: MirroredStrategy would only add its step's cost
-            name = "mirrored" if len(local_devices()) > 1 else "default"
+        name = "multi_worker" if cluster_size(resolver) > 1 else one_machine_choice()
     if name == "multi_worker":
         options = tf.distribute.experimental.CommunicationOptions(
             timeout_seconds=timeout_seconds or None
@@ -90,9 +93,9 @@ def decode_strategy(name: str = "default") -> tf.distribute.Strategy | None:
             f"--strategy={name}: decoding runs in one process over its local devices "
             "(auto or mirrored outside a cluster, or default)"
         )
-    if name == "default" or (name == "auto" and len(local_devices()) == 1):
-        return None
-    return create_strategy("mirrored")
+    if name == "auto":
+        name = one_machine_choice()
+    return None if name == "default" else create_strategy("mirrored")
 
 
 def task_info(strategy: tf.distribute.Strategy) -> tuple[str | None, int]:

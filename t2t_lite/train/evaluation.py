@@ -49,9 +49,8 @@ def local_strategy(strategy):
     """The strategy dev BLEU's decoding splits its batches over: the training strategy when its
     replicas are all in this process (t2t-decode's path), else none (one device: nothing to
     split, and the default strategy has no `worker_devices`)."""
-    if strategy.num_replicas_in_sync == 1:
-        return None
-    if len(strategy.extended.worker_devices) != strategy.num_replicas_in_sync:
+    replicas = strategy.num_replicas_in_sync
+    if replicas == 1 or len(strategy.extended.worker_devices) != replicas:
         return None
     return strategy
 
