@@ -125,7 +125,7 @@ def test_wheel_metadata(wheel):
     assert metadata["Version"] == VERSION
     extras = set(metadata.get_all("Provides-Extra"))
     assert extras == {
-        *("wmt", "viz", "tensorboard", "serve", "ctranslate2", "grpc", "calibrate", "litert"),
+        *("wmt", "viz", "tensorboard", "serve", "ctranslate2", "grpc", "litert"),
         *("all", "test", "docs"),
     }
     requires = metadata.get_all("Requires-Dist")
@@ -133,9 +133,8 @@ def test_wheel_metadata(wheel):
     assert not [r for r in core if r.startswith(("tensorflow-datasets", "matplotlib"))], core
     assert 'tensorflow-datasets<5,>=4.9; extra == "wmt"' in requires
     assert 'matplotlib>=3.7; extra == "viz"' in requires
-    assert (
-        't2t_lite[calibrate,ctranslate2,grpc,litert,serve,tensorboard,viz,wmt]; extra == "all"'
-        in (requires)
+    assert 't2t_lite[ctranslate2,grpc,litert,serve,tensorboard,viz,wmt]; extra == "all"' in (
+        requires
     )
     entry_points = archive.read(f"{DIST_INFO}/entry_points.txt").decode("utf-8")
     for command, target in PYPROJECT["project"]["scripts"].items():

@@ -1,8 +1,8 @@
 """A sentence confidence in [0, 1] that a person can read: the expected sentence chrF (over
 100) of a translation, given its mean token log-probability.
 
-The mapping is fitted on the dev split by isotonic regression (`fit`, scikit-learn's
-`IsotonicRegression`: monotone, no shape assumed) and saved in the run directory as
+The mapping is fitted on the dev split by isotonic regression (`fit`, SciPy's
+`isotonic_regression`: monotone, no shape assumed) and saved in the run directory as
 `confidence.json` (`t2t-calibrate`). A run without it gets the uncalibrated measure, the
 geometric mean of the token probabilities, and says so (`Calibration.name`).
 """
@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from t2t_lite.extras import import_extra
 from t2t_lite.runtime import atomic_io
 
 CALIBRATION_FILE = "confidence.json"
@@ -80,15 +79,21 @@ class Calibration:
 
 
 def fit(measures: Sequence[float], chrfs: Sequence[float]) -> Calibration:
-    """Isotonic regression of sentence chrF / 100 on mean token log-prob."""
-    isotonic = import_extra("sklearn.isotonic", "scikit-learn", "calibrate", "t2t-calibrate")
+    """Isotonic regression of sentence chrF / 100 on mean token log-prob: sentences with the same
+    measure are one point (their mean chrF, weighted by their number), and of each flat run of the
+    fitted curve only its ends are kept, since `Calibration` interpolates between points."""
+    from scipy.optimize import isotonic_regression
 
     x, y = np.asarray(measures, np.float64), np.asarray(chrfs, np.float64) / 100.0
-    model = isotonic.IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, y)
+    if not len(x):
+        raise ValueError("no sentences to fit the confidence on")
+    xs, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    ys = np.bincount(inverse, weights=y) / counts
+    fitted = np.clip(isotonic_regression(ys, weights=counts).x, 0.0, 1.0)
+    bends = np.ones(len(xs), bool)
+    bends[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
     rho = spearman(x, y) if len(x) > 2 else None
-    return Calibration(
-        tuple(model.X_thresholds_.tolist()), tuple(model.y_thresholds_.tolist()), len(x), rho
-    )
+    return Calibration(tuple(xs[bends].tolist()), tuple(fitted[bends].tolist()), len(x), rho)
 
 
 def measures_and_chrf(
@@ -109,6 +114,6 @@ def measures_and_chrf(
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Spearman's rank correlation (average ranks for ties)."""
-    from scipy.stats import spearmanr  # installed with scikit-learn (the calibrate extra)
+    from scipy.stats import spearmanr
 
     return float(spearmanr(a, b).statistic)

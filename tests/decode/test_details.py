@@ -114,6 +114,38 @@ def test_trained_copy_and_reverse_models_align_on_the_diagonal_and_anti_diagonal
     assert near / total >= 0.95
 
 
+def test_calibration_is_the_isotonic_fit_of_the_min_max_formula():
+    """Sentences of one measure are one point, weighted by their number; the fitted value at
+    point i is max over j <= i of min over k >= i of the weighted mean chrF of points j..k
+    (the isotonic regression's closed form), and of each flat run only its ends are kept."""
+    # 0.5 | 0.75, 0.25 (one point: 0.5, weight 2) | 0.25 violate the order and pool into one
+    # mean, 1.75 / 4; the flat run keeps its two ends.
+    pooled = confidence.fit([-2.0, -1.0, -1.0, 0.0], [50.0, 75.0, 25.0, 25.0])
+    assert (pooled.x, pooled.y, pooled.sentences) == ((-2.0, 0.0), (0.4375, 0.4375), 4)
+    # Already in order: the run 0.5, 0.5, 0.5 loses its middle point.
+    ordered = confidence.fit([-3, -2, -1, -1, 0, 1], [25, 50, 75, 25, 50, 100])
+    assert (ordered.x, ordered.y) == ((-3.0, -2.0, 0.0, 1.0), (0.25, 0.5, 0.5, 1.0))
+    rng = np.random.default_rng(1)
+    measures = np.round(rng.uniform(-3.0, 0.0, 80), 1)
+    chrf = 100 * np.clip(0.8 + 0.2 * measures + rng.normal(0, 0.15, 80), 0, 1)
+    fitted = confidence.fit(measures, chrf)
+    points = np.unique(measures)
+    sums = np.array([chrf[measures == v].sum() / 100 for v in points])
+    counts = np.array([(measures == v).sum() for v in points])
+    n = len(points)
+
+    def mean(j, k):
+        return sums[j : k + 1].sum() / counts[j : k + 1].sum()
+
+    expected = [max(min(mean(j, k) for k in range(i, n)) for j in range(i + 1)) for i in range(n)]
+    np.testing.assert_allclose([fitted([v]) for v in points], expected, rtol=0, atol=1e-12)
+    assert set(fitted.x) <= set(points) and len(fitted.x) < n  # flat runs trimmed
+    y = fitted.y
+    assert not any(y[i] == y[i + 1] == y[i + 2] for i in range(len(y) - 2))
+    with pytest.raises(ValueError, match="no sentences"):
+        confidence.fit([], [])
+
+
 def test_calibration_is_monotone_in_the_mean_log_prob_and_survives_a_save(tmp_path):
     rng = np.random.default_rng(0)
     measures = rng.uniform(-3.0, 0.0, size=400)
