@@ -26,12 +26,14 @@ gives an empty output with score 0, and `scores` is the beam's ranking score log
 `max_input_length` tokens (EOS included) is cut to that length and flagged in `truncated`;
 invalid UTF-8 bytes become U+FFFD. An empty batch returns empty outputs without searching.
 
-The SavedModel is written with `keras.export.ExportArchive`, which tracks every model variable
-and the tokenizer's resources explicitly (a Keras 3 model inside a plain `tf.Module` would export
-variables that non-Python loaders such as TF Serving cannot find). It goes to a hidden temporary
-folder in `export_dir`, renamed to `export_dir/<version>` once complete, so TF Serving, which
-watches `export_dir`, never sees half an export. Loading it in Python needs
-`import tensorflow_text` first (it registers the tokenizer ops).
+The SavedModel's root (`saved_model_root`) tracks the model's variables, every other variable a
+signature reads and the tokenizer's resources explicitly, as `keras.export.ExportArchive` does (a
+Keras 3 model inside a plain `tf.Module` would export variables that non-Python loaders such as
+TF Serving cannot find), and each signature is traced once (ExportArchive traces its endpoints
+to find their variables, and `tf.saved_model.save` traces them again in its own context). It
+goes to a hidden temporary folder in `export_dir`, renamed to `export_dir/<version>` once
+complete, so TF Serving, which watches `export_dir`, never sees half an export. Loading it in
+Python needs `import tensorflow_text` first (it registers the tokenizer ops).
 """
 
 from __future__ import annotations
@@ -313,6 +315,25 @@ def signatures(functions: ServingFunctions) -> dict[str, tuple[Any, list[tf.Tens
     return found
 
 
+def saved_model_root(functions: ServingFunctions) -> tuple[tf.Module, dict]:
+    """The SavedModel's root and its signatures, each traced here once, as concrete functions.
+
+    The root tracks the model's variables in order (`model_variables`), every variable a
+    signature reads (`captured`: the same ones, and any other) and the tokenizer's resources:
+    graph-mode loaders such as TF Serving restore only what the root reaches. A signature
+    saved as a `tf.function` would be traced once more inside `tf.saved_model.save`."""
+    traced = {
+        name: tf.function(fn, input_signature=spec, autograph=False).get_concrete_function()
+        for name, (fn, spec) in signatures(functions).items()
+    }
+    root = tf.Module()
+    root.tokenizer = functions.tokenizer  # its lookup tables or SentencePiece resource
+    root.model_variables = list(functions.model.variables)
+    captured = {id(v): v for function in traced.values() for v in function.variables}
+    root.captured = list(captured.values())
+    return root, traced
+
+
 def write_saved_model(
     functions: ServingFunctions,
     export_dir: str,
@@ -320,21 +341,17 @@ def write_saved_model(
     info: dict[str, Any] | None = None,
     readme: str | None = None,
 ) -> str:
-    """Writes the SavedModel with the three signatures to `export_dir/<version>` atomically
-    (see `write_version`) and returns that path. `info` (JSON-able: checkpoint, settings, ...)
-    is stored with the version as assets.extra/t2t_export.json; `readme` (the model card) as
+    """Writes the SavedModel with its signatures to `export_dir/<version>` atomically (see
+    `write_version`) and returns that path. `info` (JSON-able: checkpoint, settings, ...) is
+    stored with the version as assets.extra/t2t_export.json; `readme` (the model card) as
     README.md."""
     start = time.monotonic()
-    archive = keras.export.ExportArchive()
-    archive.track(functions.model)
-    archive.track(functions.tokenizer)  # its lookup tables or SentencePiece resource
-    for name, (fn, input_signature) in signatures(functions).items():
-        archive.add_endpoint(name, fn, input_signature)
 
     def write(folder: str) -> None:
         logging.info("tracing the signatures and writing them to %s", folder)
         with logs.tensorflow_info_hidden():  # renamed inputs, sharding, fingerprints
-            archive.write_out(folder, verbose=False)
+            root, traced = saved_model_root(functions)
+            tf.saved_model.save(root, folder, signatures=traced)
         extra = os.path.join(folder, "assets.extra")
         os.makedirs(extra, exist_ok=True)
         with open(os.path.join(extra, EXPORT_INFO), "w") as f:

@@ -335,8 +335,8 @@ def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path):
     assert exported.returncode == 0, exported.stderr[-3000:]
     path = str(export_dir / "1")
     dtypes = tf.train.load_checkpoint(f"{path}/variables/variables").get_variable_to_dtype_map()
-    # The archive's list of the model's variables (it also lists them all once more).
-    int8 = [k for k, d in dtypes.items() if k.startswith("variables/") and d == tf.int8]
+    # The root's list of the model's variables (`captured` lists them once more).
+    int8 = [k for k, d in dtypes.items() if k.startswith("model_variables/") and d == tf.int8]
     assert len(int8) == 33, dtypes
     loaded = tf.saved_model.load(path)
     served = loaded.signatures["serving_default"](inputs=tf.constant(trained["lines"][:30]))

@@ -294,12 +294,12 @@ def test_every_op_is_core_or_tensorflow_text(run, background):
 def test_every_model_variable_is_in_the_saved_model(run):
     model, _, _ = restore_model(run["output_dir"])
     reader = tf.train.load_checkpoint(os.path.join(run["saved_model"], "variables", "variables"))
-    # ExportArchive tracks the model's variables, in order, as the root's `variables` list.
+    # The root tracks the model's variables, in order, as its `model_variables` list.
     for i, variable in enumerate(model.variables):
-        saved = reader.get_tensor(f"variables/{i}/.ATTRIBUTES/VARIABLE_VALUE")
+        saved = reader.get_tensor(f"model_variables/{i}/.ATTRIBUTES/VARIABLE_VALUE")
         np.testing.assert_array_equal(saved, variable.numpy(), err_msg=variable.path)
     names = reader.get_variable_to_shape_map()
-    assert f"variables/{len(model.variables)}/.ATTRIBUTES/VARIABLE_VALUE" not in names
+    assert f"model_variables/{len(model.variables)}/.ATTRIBUTES/VARIABLE_VALUE" not in names
 
 
 def test_saved_model_cli_shows_and_runs(run, background, decoded):
