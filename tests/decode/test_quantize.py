@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from decoding_helpers import random_inputs, tiny_model, write_tiny_run
+from decoding_helpers import random_inputs, t2t_decode, tiny_model, write_tiny_run
 
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.translator import Translator
@@ -313,23 +313,31 @@ def _command(name: str, *flags: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path):
+def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path, monkeypatch):
+    """t2t-decode --quantize=int8 (`run_decode`, which the command calls with its flags, in this
+    process; tests/bin/test_run_flags.py checks that it reads every run flag) writes the int8
+    Translator's translations and says so; t2t-export --quantize=int8, as a command, writes int8
+    weights that translate the same."""
     source = tmp_path / "in.txt"
     source.write_text("".join(f"{line}\n" for line in trained["lines"][:30]))
-    target = tmp_path / "out.txt"
-    search = [f"--{k}={v}" for k, v in SEARCH.items()]
-    run = ["--output_dir=" + trained["output_dir"], *search]
-    decoded = _command(
-        "t2t_decode", *run, f"--decode_from_file={source}", f"--decode_to_file={target}",
-        "--quantize=int8",
-    )  # fmt: skip
-    assert decoded.returncode == 0, decoded.stderr[-3000:]
-    assert "int8: 33 layers quantized" in decoded.stderr
-    assert f"int8: {int8_product.check().describe()}" in decoded.stderr  # the kernel, once
+    said = []
+    monkeypatch.setattr(
+        run_module.logging, "info", lambda text, *args: said.append(text % args if args else text)
+    )
+    decoded = t2t_decode(
+        source, tmp_path / "out.txt", output_dir=trained["output_dir"], quantize="int8", **SEARCH
+    )
+    fast = sum(int8_product.prepared(x) for x in quantized_layers(trained["int8"].model))
+    assert [line for line in said if line.startswith("int8: ")] == [  # the kernel, once
+        f"int8: {int8_product.check().describe()}",
+        f"int8: 33 layers quantized, {fast} of them with 8-bit products (oneDNN)",
+    ]
     names = [f"in:{i}" for i in range(30)]
     expected = Translator.from_run(trained["int8"]).hypotheses(trained["lines"][:30], names)
-    assert target.read_text().splitlines() == [h[0].text for h in expected]
+    assert decoded == [h[0].text for h in expected]
 
+    search = [f"--{k}={v}" for k, v in SEARCH.items()]
+    run = ["--output_dir=" + trained["output_dir"], *search]
     export_dir = tmp_path / "export"
     exported = _command("t2t_export", *run, f"--export_dir={export_dir}", "--quantize=int8")
     assert exported.returncode == 0, exported.stderr[-3000:]

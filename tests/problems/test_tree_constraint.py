@@ -85,16 +85,18 @@ def test_token_kinds():
 def test_mask_equals_reference_on_every_prefix(words):
     """Every prefix of up to 6 tokens the constraint allows, for sentences of 1-3 words."""
     constraint = TreeConstraint(VOCAB, reserved=3, max_depth=3)
-    frontier, checked = [[]], 0
+    # Each prefix's state grows from its parent's by one update, as a search feeds it.
+    frontier, checked = [([], _state_after(constraint, [], words))], 0
     for _ in range(7):
         grown = []
-        for prefix in frontier:
-            state = _state_after(constraint, prefix, words)
+        for prefix, state in frontier:
             mask = constraint.allowed(state, OUTPUT).numpy()[0]
             got = {VOCAB[i] for i in np.flatnonzero(mask)}
             assert got == reference_allowed(prefix, words, 3), prefix
             checked += 1
-            grown += [prefix + [t] for t in got if t != "<EOS>"]
+            for t in sorted(got - {"<EOS>"}):
+                child = constraint.update(state, tf.constant([VOCAB.index(t)]))
+                grown.append(([*prefix, t], child))
         frontier = grown
     assert checked > 50
 
