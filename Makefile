@@ -16,9 +16,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The fast tier on two workers. A test file stays on one worker, so its module fixtures are built
-# once; a session fixture (tests/reverse_words.py) is built at most once per worker.
+# once; a session fixture (tests/reverse_words.py) is built at most once per worker. The files go
+# out longest first (tests/file_order.py), in the order xdist is told to keep.
 test: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -n 2 --dist loadfile -m 'not slow' --durations=15 tests
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
+		-m 'not slow' --durations=15 tests
 
 test-slow: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -m slow tests

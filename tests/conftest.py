@@ -1,6 +1,7 @@
-"""Shared test set-up: quiet TensorFlow logs, deterministic seeds, the NumPy references, and the
+"""Shared test set-up: quiet TensorFlow logs, deterministic seeds, the NumPy references, the
 session fixtures of the expensive artifacts (tests/reverse_words.py: a trained run and its
-exports, built once per worker and read-only to the tests)."""
+exports, built once per worker and read-only to the tests), and the order in which the workers
+get the test files (tests/file_order.py: the longest first)."""
 
 import os
 
@@ -9,6 +10,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from file_order import (  # noqa: E402, F401  (hooks: the files' order, --record-file-seconds)
+    pytest_addoption,
+    pytest_collection_modifyitems,
+    pytest_terminal_summary,
+)
 from reverse_words import (  # noqa: E402, F401  (session fixtures)
     reverse_words_ct2,
     reverse_words_litert,
