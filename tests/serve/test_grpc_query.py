@@ -117,12 +117,14 @@ def test_a_line_break_in_an_answer_fails_the_command_in_one_line(tmp_path):
 
 def test_absent_or_misbehaving_server_is_one_error():
     with GrpcStandIn(MODELS) as address:
+        # (the error, the timeout): the short answer comes at once, however loaded the machine
+        # (its first call once took over 0.5 s), the slow one after 3 s.
         cases = {
-            "short": "sent 2 inputs but got 1 answers \\(output outputs\\)",
-            "slow": f"{address}: no answer within --timeout=0.5 s",
+            "short": ("sent 2 inputs but got 1 answers \\(output outputs\\)", 60.0),
+            "slow": (f"{address}: no answer within --timeout=0.5 s", 0.5),
         }
-        for signature, message in cases.items():
-            predict = grpc_query.GrpcPredictor(address, "demo", None, signature, timeout=0.5)
+        for signature, (message, timeout) in cases.items():
+            predict = grpc_query.GrpcPredictor(address, "demo", None, signature, timeout=timeout)
             with pytest.raises(query.ServingError, match=message):
                 list(query.predict_lines(["a", "b"], predict))
         unknown = grpc_query.GrpcPredictor(address, "nope")
