@@ -17,6 +17,8 @@ import collections
 import json
 import os
 
+from t2t_lite.runtime import atomic_io
+
 TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "file_seconds.json")
 OPTION = "--record-file-seconds"
 
@@ -57,11 +59,7 @@ def file_seconds(reports) -> dict[str, float]:
 def record(reports, path: str = TABLE) -> None:
     """Writes the seconds of the files in `reports` into the table at `path`, keeping the
     entries of files that did not run."""
-    table = {**read_table(path), **file_seconds(reports)}
-    with open(path + ".tmp", "w") as f:
-        json.dump(dict(sorted(table.items())), f, indent=1)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
+    atomic_io.write_json(path, {**read_table(path), **file_seconds(reports)})
 
 
 # The hooks, imported by tests/conftest.py.
