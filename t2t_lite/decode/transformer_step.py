@@ -328,6 +328,7 @@ def search_function(
     guided: bool = False,
     continuations: Callable[[], Any] | None = None,
     shortlist: Shortlist | None = None,
+    alpha: float | tf.Tensor | None = None,
 ) -> Callable[..., SearchResult]:
     """The search `settings` ask for, as a function of source ids [batch, source]: beam search
     (`translate_ids`), or sampling (`sample_ids`) when `settings.sampling`. `fixed_shapes`: a
@@ -336,7 +337,8 @@ def search_function(
     sampling takes the prefix only), with `continuations()` ([vocab] bool, asked for when the
     search is traced) as `translate_ids` takes them. `shortlist`: the plain search runs over
     its ids (`translate_ids`); a guided one over the whole vocabulary, which the prefixes and
-    terms may need."""
+    terms may need. `alpha`: beam search's length penalty in place of `settings.alpha` (a
+    tensor: one traced search for every alpha)."""
     shared = {
         "extra_length": settings.extra_length,
         "constraint": constraint,
@@ -351,6 +353,8 @@ def search_function(
             return lambda inputs, prefix, terms: search(inputs, prefix=prefix)
         return search
     beam = {k: getattr(settings, k) for k in ("beam_size", "alpha", "nbest")}
+    if alpha is not None:
+        beam["alpha"] = alpha
     search = functools.partial(translate_ids, model, **beam, **shared)
     if guided:
         return lambda inputs, prefix, terms: search(

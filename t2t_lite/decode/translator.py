@@ -113,9 +113,10 @@ class Translator:
         warn_if_unsplit(inter_threads)
         spec = tf.TensorSpec([None, None], tf.int32)
         self._strategy, self._constraint, self._shortlist = strategy, constraint, shortlist
-        self._search = self._search_function()
-        self._guided = None  # the search with prefixes and terms (`_guided_search`), made on use
-        self._wider: dict[int, Translator] = {}  # translate(nbest=N) beyond the search's nbest
+        # The traced searches by (guided, settings but alpha), shared with the translators
+        # that `with_alpha` and `translate(nbest=N)` make from this one.
+        self._traced: dict[tuple[bool, SearchSettings], Callable[..., SearchResult]] = {}
+        self._search = self._traced_search()
         self._forced = tf.function(
             lambda x, y: forced_pass(model, x, y), input_signature=[spec, spec]
         )
@@ -182,36 +183,65 @@ class Translator:
         engine = translator_engine(self, terminology)
         return translate_document(text, engine, language or self.source_language)
 
-    def _search_function(self) -> Callable[[tf.Tensor], SearchResult]:
-        """The search of these settings, one traced function over the replicas."""
-        search = search_function(
-            self.model,
-            self.settings,
-            self._constraint,
-            fixed_shapes=self.jit_compile,
-            shortlist=self._shortlist,
-        )
-        spec = tf.TensorSpec([None, None], tf.int32)
-        search = split_rows(self._strategy, search)
-        return tf.function(search, input_signature=[spec], jit_compile=self.jit_compile)
+    def _traced_search(self, guided: bool = False) -> Callable[..., SearchResult]:
+        """The search of these settings over the replicas, alpha its last input: a function
+        of (source ids, alpha), or with `guided` of (source ids, prefix, terms, alpha), the
+        latter without XLA (its extra inputs change shape from batch to batch). Made on first
+        use, traced on its first call, and kept for every alpha."""
+        key = (guided, self.settings.override(alpha=0.0))
+        if key not in self._traced:
+            specs = [tf.TensorSpec([None, None], tf.int32)]
+            specs += [specs[0], tf.TensorSpec([None, None, None], tf.int32)] if guided else []
+
+            def search(*inputs: tf.Tensor) -> SearchResult:
+                *inputs, alpha = inputs
+                found = search_function(
+                    self.model,
+                    self.settings,
+                    self._constraint,
+                    fixed_shapes=self.jit_compile and not guided,
+                    guided=guided,
+                    continuations=self._word_continuations if guided else None,
+                    shortlist=self._shortlist,
+                    alpha=alpha,
+                )
+                return split_rows(self._strategy, found)(*inputs)
+
+            self._traced[key] = tf.function(
+                search,
+                input_signature=[*specs, tf.TensorSpec([], tf.float32)],
+                jit_compile=self.jit_compile and not guided,
+            )
+        return self._traced[key]
+
+    def _sibling(self, settings: SearchSettings) -> Translator:
+        """This translator under other search settings: model, tokenizer and the traced
+        searches shared (a search is traced anew only where the settings differ in more than
+        alpha)."""
+        other = copy.copy(self)
+        other.settings = settings
+        other._search = other._traced_search()
+        return other
+
+    def with_alpha(self, alpha: float) -> Translator:
+        """This translator with the length penalty `alpha`; alpha is an input of the traced
+        search, so the search is not traced again (a search tuning or a server trying
+        several alphas traces once per beam size)."""
+        settings = self.settings.override(alpha=alpha)
+        settings.check()
+        return self._sibling(settings)
 
     def _with_nbest(self, nbest: int) -> Translator:
         """This translator, or one searching `nbest` hypotheses in a beam of at least `nbest`
-        (made on first use and kept: its search is traced anew; model and tokenizer shared)."""
+        (its search traced on first use and kept for the next call)."""
         if not isinstance(nbest, (int, np.integer)) or nbest < 1:
             raise ValueError(f"nbest={nbest!r} must be a whole number >= 1")
         if nbest <= self.settings.nbest:
             return self
         if self.settings.sampling:
             raise ValueError(f"sampling draws one hypothesis per line; got nbest={nbest}")
-        if nbest not in self._wider:
-            wider = copy.copy(self)
-            wider.settings = self.settings.override(
-                nbest=nbest, beam_size=max(nbest, self.settings.beam_size)
-            )
-            wider._search, wider._guided, wider._wider = wider._search_function(), None, {}
-            self._wider[nbest] = wider
-        return self._wider[nbest]
+        beam = max(nbest, self.settings.beam_size)
+        return self._sibling(self.settings.override(nbest=nbest, beam_size=beam))
 
     def translate(
         self,
@@ -257,10 +287,10 @@ class Translator:
         """Source id lists (each ending in EOS) --> the search's result, ids [batch, nbest,
         length], in one batch; under `jit_compile` padded to its bucket's shape first."""
         if not self.jit_compile:
-            return self._search(pad_batch(sources))
+            return self._search(pad_batch(sources), self.settings.alpha)
         width = self._bucket_width(max(len(s) for s in sources))
         count = bucket_rows(len(sources), width, self.batch_tokens)
-        found = self._search(pad_batch(sources, width, count))
+        found = self._search(pad_batch(sources, width, count), self.settings.alpha)
         return SearchResult(*(value[: len(sources)] for value in found))
 
     def _bucket_width(self, length: int) -> int:
@@ -289,24 +319,9 @@ class Translator:
         inputs = pad_batch(sources)
         limits = output_lengths(self.model, inputs, self.settings.extra_length).numpy().tolist()
         encoded = encode_guides(self.tokenizer, guides, limits, names)
-        found = self._guided_search()(inputs, encoded.prefix, encoded.terms)
+        search = self._traced_search(guided=True)
+        found = search(inputs, encoded.prefix, encoded.terms, self.settings.alpha)
         return found, encoded
-
-    def _guided_search(self) -> Callable[..., SearchResult]:
-        """The search with a prefix and terms per sentence, traced on first use, without XLA
-        (its extra inputs change shape from batch to batch)."""
-        if self._guided is None:
-            guided = search_function(
-                self.model,
-                self.settings,
-                self._constraint,
-                guided=True,
-                continuations=self._word_continuations,
-            )
-            spec = tf.TensorSpec([None, None], tf.int32)
-            specs = [spec, spec, tf.TensorSpec([None, None, None], tf.int32)]
-            self._guided = tf.function(split_rows(self._strategy, guided), input_signature=specs)
-        return self._guided
 
     def hypotheses(
         self,
@@ -329,7 +344,7 @@ class Translator:
         batches = token_batches([len(sources[i]) for i in todo], self.batch_tokens, width)
         batches = [[todo[j] for j in batch] for batch in batches]
         if guides:
-            self._guided_search()  # made once, before the batches' threads start
+            self._traced_search(guided=True)  # made once, before the batches' threads start
 
         def search(rows):
             row_guides = [guides[i] for i in rows] if guides else None

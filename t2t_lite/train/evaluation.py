@@ -19,9 +19,9 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 DEV_SCORES = ("bleu", "chrf", "ter")
 
 
-def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[str, float]:
+def evaluate(trainer, dev_dataset, scorer: DevScorer | None = None) -> dict[str, float]:
     """Metrics over the dev split (or its first `config.eval_batches` batches per pipeline);
-    dev_bleu, dev_chrf and dev_ter too when `bleu` and config.bleu_examples.
+    dev_bleu, dev_chrf and dev_ter too from `scorer` (a `DevScorer` of trainer.model).
 
     dev_loss is the mean negative log-likelihood per target token (exp of it is the perplexity);
     dev_smoothed_loss the label-smoothed one that training minimizes.
@@ -36,12 +36,8 @@ def evaluate(trainer, dev_dataset, problem, config, bleu: bool = True) -> dict[s
     }
     # Capped at float32's largest value: a diverged run's summaries and logs stay finite.
     metrics["dev_perplexity"] = min(math.exp(min(metrics["dev_loss"], 700.0)), FLOAT32_MAX)
-    if bleu and config.bleu_examples:
-        metrics.update(
-            dev_scores(
-                trainer.model, trainer.hparams, problem, config, local_strategy(trainer.strategy)
-            )
-        )
+    if scorer is not None:
+        metrics.update(scorer())
     return {k: float(v) for k, v in metrics.items()}
 
 
@@ -81,25 +77,36 @@ def dev_bleu(model, hparams, problem, config, strategy=None) -> float:
 
 
 def dev_scores(model, hparams, problem, config, strategy=None) -> dict[str, float]:
+    """dev_bleu, dev_chrf and dev_ter of `model`'s weights now (`DevScorer`)."""
+    return DevScorer(model, hparams, problem, config, strategy)()
+
+
+class DevScorer:
     """dev_bleu, dev_chrf and dev_ter (sacreBLEU: t2t_lite.metrics.scores) of greedy decoding of
-    the first
-    `config.bleu_examples` dev examples, decoded as t2t-decode decodes: its `Translator`, with
-    the problem's search settings at beam 1 and alpha 0 (the cheapest search, which the
-    budget's end-of-run choice was measured with), its decoding constraint and its
-    postprocessing, each batch split over the replicas of `strategy`. `hparams` are the run's,
-    which batch the dev split as training's evaluation does."""
-    sources, references = dev_texts(problem, config.data_dir, hparams, config.bleu_examples)
-    tokenizer = problem.tokenizer(config.data_dir)
-    settings = problem.decode_defaults.override(beam_size=1, alpha=0.0, nbest=1, sampling=False)
-    constraint = (
-        problem.decode_constraint(config.data_dir, tokenizer) if settings.constrained else None
-    )
-    translator = Translator(
-        model, tokenizer, settings, postprocess=problem.postprocess, constraint=constraint,
-        strategy=strategy,
-    )  # fmt: skip
-    names = [f"dev example {i + 1}" for i in range(len(sources))]
-    found = translator.hypotheses(sources, names, log_progress=False)
-    hypotheses = [hyps[0].text if hyps else "" for hyps in found]
-    scored = corpus_scores(hypotheses, [references], DEV_SCORES)
-    return {f"dev_{s.name}": s.score for s in scored}
+    the first `config.bleu_examples` dev examples by `model`'s weights at each call, decoded as
+    t2t-decode decodes: its `Translator`, with the problem's search settings at beam 1 and
+    alpha 0 (the cheapest search, which the budget's end-of-run choice was measured with), its
+    decoding constraint and its postprocessing, each batch split over the replicas of
+    `strategy`. `hparams` are the run's, which batch the dev split as training's evaluation
+    does. The dev texts are read and the search traced once, for every call: a run's
+    evaluations, and the end-of-run choice's candidates (weights assigned to one model)."""
+
+    def __init__(self, model, hparams, problem, config, strategy=None):
+        data_dir = config.data_dir
+        self.sources, self.references = dev_texts(problem, data_dir, hparams, config.bleu_examples)
+        tokenizer = problem.tokenizer(data_dir)
+        settings = problem.decode_defaults.override(beam_size=1, alpha=0.0, nbest=1, sampling=False)
+        constraint = None
+        if settings.constrained:
+            constraint = problem.decode_constraint(data_dir, tokenizer)
+        self.translator = Translator(
+            model, tokenizer, settings, postprocess=problem.postprocess, constraint=constraint,
+            strategy=strategy,
+        )  # fmt: skip
+
+    def __call__(self) -> dict[str, float]:
+        names = [f"dev example {i + 1}" for i in range(len(self.sources))]
+        found = self.translator.hypotheses(self.sources, names, log_progress=False)
+        hypotheses = [hyps[0].text if hyps else "" for hyps in found]
+        scored = corpus_scores(hypotheses, [self.references], DEV_SCORES)
+        return {f"dev_{s.name}": s.score for s in scored}

@@ -72,9 +72,8 @@ def tuned(output_dir: str) -> bool:
     return record.get("step") == choice.get("step")
 
 
-def _grid_entry(run: Run, sources, references, beam_size: int, alpha: float) -> dict:
-    settings = run.search.override(beam_size=beam_size, alpha=alpha)
-    translator = Translator.from_run(dataclasses.replace(run, search=settings))
+def _grid_entry(translator: Translator, run: Run, sources, references) -> dict:
+    beam_size, alpha = translator.settings.beam_size, translator.settings.alpha
     names = [f"dev example {i + 1}" for i in range(len(sources))]
     start = time.monotonic()
     found = translator.hypotheses(sources, names, log_progress=False)
@@ -106,6 +105,13 @@ def tune_search(output_dir: str, examples: int = TUNE_EXAMPLES, seconds: float =
     grid: list[dict] = []
     skipped: list[dict] = []
     start = time.monotonic()
+    translators: dict[int, Translator] = {}  # by beam size; each traced once for every alpha
+
+    def translator(beam_size: int, alpha: float) -> Translator:
+        if beam_size not in translators:
+            settings = run.search.override(beam_size=beam_size, alpha=alpha)
+            translators[beam_size] = Translator.from_run(dataclasses.replace(run, search=settings))
+        return translators[beam_size].with_alpha(alpha)
 
     def measure(beam_size: int, alpha: float) -> None:
         if any(e["beam_size"] == beam_size and e["alpha"] == alpha for e in grid):
@@ -115,7 +121,7 @@ def tune_search(output_dir: str, examples: int = TUNE_EXAMPLES, seconds: float =
             if time.monotonic() - start + per_beam * beam_size > seconds:
                 skipped.append({"beam_size": beam_size, "alpha": alpha})
                 return
-        grid.append(_grid_entry(run, sources, references, beam_size, alpha))
+        grid.append(_grid_entry(translator(beam_size, alpha), run, sources, references))
 
     measure(run.search.beam_size, run.search.alpha)
     alpha_beam = next((b for b in beams if b > 1), None)  # alpha does nothing at beam 1

@@ -9,7 +9,6 @@ steps, on SIGTERM or SIGINT, and at the end. `train/loop.py` builds what it runs
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import os
 
@@ -33,7 +32,7 @@ from t2t_lite.train.config import (
     TrainingInterrupted,
 )
 from t2t_lite.train.consensus import Agreed
-from t2t_lite.train.evaluation import FLOAT32_MAX, dev_scores, evaluate, local_strategy
+from t2t_lite.train.evaluation import FLOAT32_MAX, DevScorer, evaluate, local_strategy
 from t2t_lite.train.late_dropout import LateDropout
 from t2t_lite.train.stop_signal import StopSignal
 
@@ -88,6 +87,17 @@ class StepLoop:
             for name in ("train", "dev")
         )
         self.last_metrics: dict = {}
+        self._dev_scorer: DevScorer | None = None  # the evaluations' decoded scores
+
+    def _scorer(self) -> DevScorer | None:
+        """The evaluations' dev BLEU, chrF and TER with --bleu_examples (made at the first)."""
+        if self.config.bleu_examples and self._dev_scorer is None:
+            trainer = self.trainer
+            self._dev_scorer = DevScorer(
+                trainer.model, trainer.hparams, self.problem, self.config,
+                local_strategy(trainer.strategy),
+            )  # fmt: skip
+        return self._dev_scorer
 
     def run(self, iterator, start: int) -> dict:
         config = self.config
@@ -186,9 +196,8 @@ class StepLoop:
             local = local_strategy(self.strategy)
             # dev_bleu, unless the run keeps its best by another decoded score (chrF, TER)
             metric = config.best_metric if config.best_metric in DECODED_METRICS else "dev_bleu"
-            scores = functools.partial(
-                dev_scores, self.trainer.model, self.trainer.hparams, self.problem, config, local
-            )
+            trainer = self.trainer
+            scores = DevScorer(trainer.model, trainer.hparams, self.problem, config, local)
             final_choice.choose_final(
                 self.trainer, config.output_dir, step, lambda: scores()[metric], metric
             )
@@ -199,7 +208,7 @@ class StepLoop:
         )
 
     def _dev_loss(self) -> float:
-        return evaluate(self.trainer, self.dev, self.problem, self.config, bleu=False)["dev_loss"]
+        return evaluate(self.trainer, self.dev)["dev_loss"]
 
     def _check_step(self, step: int, result: dict) -> None:
         if not result["finite"] and self.trainer.loss_scaled and math.isfinite(result["loss"]):
@@ -227,7 +236,7 @@ class StepLoop:
 
     def _evaluate(self, step: int) -> bool:
         """Evaluates, keeps the best model; True when early stopping says to stop."""
-        metrics = evaluate(self.trainer, self.dev, self.problem, self.config)
+        metrics = evaluate(self.trainer, self.dev, self._scorer())
         logging.info("step %d dev: %s", step, ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
         metrics["step"] = step
         self.last_metrics = metrics

@@ -67,12 +67,36 @@ def test_nbest_beyond_the_search_widens_the_beam_for_the_call(run_dir, beam_size
         assert len(pairs) == 3
         assert [t for t, _ in pairs] == [t for t, _ in want]
         assert [s for _, s in pairs] == pytest.approx([s for _, s in want], abs=1e-5)
-    # The translator's own search is unchanged, and the wider one is kept for the next call.
+    # The translator's own search is unchanged, and the wider search is kept for the next call.
     assert translator.settings.beam_size == beam_size and translator.settings.nbest == 1
     assert translator.translate(LINES) == Translator.from_run(
         str(run_dir / "out"), beam_size=beam_size, alpha=0.6
     ).translate(LINES)
-    assert translator._with_nbest(3) is translator._with_nbest(3)
+    assert translator._with_nbest(3)._search is translator._with_nbest(3)._search
+
+
+@pytest.mark.parametrize("guided", [False, True])
+def test_with_alpha_searches_as_a_translator_made_with_that_alpha(run_dir, guided):
+    """`with_alpha` shares the traced search (alpha is its input): the same hypotheses and
+    scores as a translator made with that alpha, and no second trace."""
+    base = Translator.from_run(str(run_dir / "out"), beam_size=3, alpha=0.0, nbest=3)
+    given = {"prefixes": ["1", "", "4", ""]} if guided else {}
+    before = base.translate(LINES, nbest=3, scores=True, **given)
+    found = {}
+    for alpha in (0.6, 2.0):
+        found[alpha] = base.with_alpha(alpha).translate(LINES, nbest=3, scores=True, **given)
+        made = Translator.from_run(str(run_dir / "out"), beam_size=3, alpha=alpha, nbest=3)
+        expected = made.translate(LINES, nbest=3, scores=True, **given)
+        for pairs, want in zip(found[alpha], expected, strict=True):
+            assert [t for t, _ in pairs] == [t for t, _ in want]
+            assert [s for _, s in pairs] == pytest.approx([s for _, s in want], abs=1e-5)
+    assert base._traced_search(guided).experimental_get_tracing_count() == 1
+    # The length penalty was applied: the same line scores differently under each alpha.
+    assert found[0.6][0][0][1] != pytest.approx(found[2.0][0][0][1], abs=1e-3)
+    assert base.settings.alpha == 0.0
+    assert base.translate(LINES, nbest=3, scores=True, **given) == before
+    with pytest.raises(ValueError, match="--alpha must be >= 0, got -1"):
+        base.with_alpha(-1)
 
 
 def test_an_export_translates_as_its_run(run_dir):

@@ -301,6 +301,10 @@ def test_translator_cache_keeps_the_most_recent(output_dir):
     assert len(cache) == 2
     assert cache.get(run.search.override(beam_size=1)) is first[0]
     assert cache.get(run.search.override(beam_size=2)) is not first[1]
+    # Another alpha: the cached translator's traced search, nothing evicted.
+    other = cache.get(run.search.override(beam_size=1, alpha=1.3))
+    assert other.settings.alpha == 1.3 and other._search is first[0]._search
+    assert len(cache) == 2 and cache.get(run.search.override(beam_size=1)) is first[0]
 
 
 def test_run_backend_facts_and_limits_checks(output_dir):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import types
 
+import numpy as np
 import pytest
 import tensorflow as tf
 from command_helpers import run_json
@@ -15,15 +16,16 @@ from decoding_helpers import t2t_decode
 
 from t2t_lite.hparams import get_hparams
 from t2t_lite.search.beam import SearchResult
-from t2t_lite.train.evaluation import dev_bleu, dev_scores, dev_texts
+from t2t_lite.train.evaluation import DevScorer, dev_bleu, dev_scores, dev_texts
 
 
 def _fake_search(reverse: bool):
     """A stand-in for t2t_lite.decode.translator.search_function whose search answers by reversing
     (or copying) the source ids; the model is not used. It checks the settings are greedy."""
 
-    def search_function(model, settings, constraint=None, fixed_shapes=False, shortlist=None):
+    def search_function(model, settings, constraint=None, fixed_shapes=False, **given):
         assert settings.beam_size == 1 and settings.alpha == 0.0 and settings.nbest == 1
+        assert not given["guided"] and given["shortlist"] is None
         return translate_ids
 
     def translate_ids(inputs):
@@ -71,6 +73,28 @@ def test_dev_bleu_scores_decoded_dev_examples(reverse_data, monkeypatch, reverse
         assert 0.0 < score < 60.0
         # the targets' symbols, unreversed: every character there, in another order
         assert 0.0 < scores["dev_chrf"] < 100.0 and scores["dev_ter"] > 0.0
+
+
+def test_a_dev_scorer_scores_the_weights_of_each_call_with_one_trace(reverse_data):
+    """The end-of-run choice assigns each candidate's weights to one model and calls one
+    `DevScorer`: each call scores as a fresh `dev_scores` of those weights, and the search is
+    traced once."""
+    from t2t_lite.model.transformer import Transformer
+
+    problem, data_dir = reverse_data
+    hparams = get_hparams("transformer_tiny", "num_encoder_layers=1,num_decoder_layers=1")
+    model = Transformer.from_hparams(hparams, problem.tokenizer(data_dir).vocab_size)
+    model.build()
+    config = types.SimpleNamespace(data_dir=data_dir, bleu_examples=25)
+    scorer = DevScorer(model, hparams, problem, config)
+    first, weights = scorer(), model.get_weights()
+    rng = np.random.default_rng(0)
+    model.set_weights([w + rng.normal(0.0, 0.5, w.shape).astype(w.dtype) for w in weights])
+    moved = scorer()
+    assert moved == dev_scores(model, hparams, problem, config) and moved != first
+    model.set_weights(weights)
+    assert scorer() == first
+    assert scorer.translator._search.experimental_get_tracing_count() == 1
 
 
 def test_dev_bleu_splits_its_batches_over_the_replicas_as_t2t_decode_does(tmp_path):

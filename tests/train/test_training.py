@@ -174,7 +174,8 @@ def test_best_checkpoint_and_early_stopping_follow_the_metric(tmp_path, monkeypa
     )
     loop = StepLoop.__new__(StepLoop)
     loop.trainer, loop.dev, loop.problem, loop.chief = None, None, None, True
-    loop.config = SimpleNamespace(early_stopping=2, best_metric="dev_accuracy")
+    loop.config = SimpleNamespace(early_stopping=2, best_metric="dev_accuracy", bleu_examples=0)
+    loop._dev_scorer = None
     loop.best = BestKeeper(model, str(tmp_path), "dev_accuracy", higher_is_better=True)
     loop.dev_writer, loop.stale_evals = tf.summary.create_noop_writer(), 0
     stops = [loop._evaluate(step) for step in (10, 20, 30, 40)]

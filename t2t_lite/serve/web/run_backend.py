@@ -38,7 +38,8 @@ from t2t_lite.serve.web.token_stream import sentence_events
 
 
 class TranslatorCache:
-    """Translators of one run by search settings, the `size` most recently used kept."""
+    """Translators of one run by search settings, the `size` most recently used kept; one
+    translator serves every alpha (`Translator.with_alpha`: its search is traced once)."""
 
     def __init__(
         self, run: Run, batch_tokens: int = 4096, size: int = 8, jit_compile: bool = False
@@ -56,8 +57,9 @@ class TranslatorCache:
     def get(self, settings: SearchSettings) -> Translator:
         """The run's translator for `settings` (made on first use; the problem's constraint
         and postprocessing as `Translator.from_run`)."""
+        key = settings.override(alpha=0.0)
         with self._lock:
-            translator = self._translators.pop(settings, None)
+            translator = self._translators.pop(key, None)
             if translator is None:
                 run = self.run
                 translator = Translator(
@@ -71,10 +73,12 @@ class TranslatorCache:
                     calibration=self.calibration,
                     shortlist=run.shortlist if settings.shortlisted else None,
                 )
-            self._translators[settings] = translator  # now the most recent
+            self._translators[key] = translator  # now the most recent
             while len(self._translators) > self.size:
                 self._translators.popitem(last=False)
+        if translator.settings.alpha == settings.alpha:
             return translator
+        return translator.with_alpha(settings.alpha)
 
     def __len__(self) -> int:
         return len(self._translators)
