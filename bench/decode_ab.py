@@ -8,6 +8,9 @@ Changes it can undo:
   output_kernel: the search multiplies by the pre-softmax matrix as the layer stores it
     ([vocab, d_model], transposed in each step's product) instead of the copy transposed once
     per search (`Transformer.output_kernel`).
+  greedy_choice: greedy search takes each step's token and log-prob from the log-softmax over
+    the whole vocabulary (argmax, then gather) instead of `sampling.greedy_choice` (the best
+    two logits and the softmax at the best).
 
 Each search is traced and run twice untimed, then `calls` times with and without the change in
 turns; reported: the median call of each, their ratio, and the median of the ratios of each
@@ -16,6 +19,7 @@ back-to-back pair.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import time
@@ -25,8 +29,12 @@ from absl import app, flags
 from decode_profile import P, make_search  # bench/decode_profile.py, beside this script
 from machine import machine
 
+from t2t_lite.search import sampling
+
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("change", "output_kernel", ["output_kernel"], "The change to measure.")
+flags.DEFINE_enum(
+    "change", "output_kernel", ["output_kernel", "greedy_choice"], "The change to measure."
+)
 flags.DEFINE_list("ab_dtypes", ["float32", "bfloat16", "int8"], "Weights to measure with.")
 flags.DEFINE_list("ab_tasks", ["greedy", "beam"], "greedy and/or beam (beam 4).")
 flags.DEFINE_integer("ab_calls", 9, "Timed calls of each search.")
@@ -38,12 +46,35 @@ def undone(model) -> None:
         model.output_kernel = lambda columns=None: None  # every step transposes in its product
 
 
+def log_softmax_choice(logits, pad_id):
+    """Greedy search's token and log-prob before `sampling.greedy_choice`."""
+    log_probs = sampling.normalized_log_probs(logits, pad_id)  # --> [rows, vocab]
+    token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+    return token, tf.gather(log_probs, token, batch_dims=1)
+
+
+@contextlib.contextmanager
+def tracing_undone():
+    """The search traced inside runs without the change (FLAGS.change), where the change is in
+    the search rather than the model."""
+    if FLAGS.change != "greedy_choice":
+        yield
+        return
+    kept = sampling.greedy_choice
+    sampling.greedy_choice = log_softmax_choice
+    try:
+        yield
+    finally:
+        sampling.greedy_choice = kept
+
+
 def pair(task: str, dtype: str) -> dict:
     searches = {"with": make_search(task, dtype), "without": make_search(task, dtype, undone)}
     source = tf.constant(P.batch()[0])
-    for search in searches.values():
-        for _ in range(2):
-            search(source).numpy()
+    for name, search in searches.items():
+        with tracing_undone() if name == "without" else contextlib.nullcontext():
+            for _ in range(2):
+                search(source).numpy()
     seconds = {name: [] for name in searches}
     for _ in range(FLAGS.ab_calls):
         for name, search in searches.items():

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from t2t_lite.decode.source_ids import report_unknown_pieces
 from t2t_lite.decode.transformer_step import output_lengths
-from t2t_lite.search.beam import normalized_log_probs
+from t2t_lite.search.sampling import greedy_choice
 from t2t_lite.vocabulary import EOS_ID, PAD_ID
 
 if TYPE_CHECKING:
@@ -48,9 +48,9 @@ class TokenStep(NamedTuple):
 
 class TokenStepper:
     """A model's greedy step, compiled: `start` encodes a sentence [1, source] once, `step`
-    feeds one id and gives the next (the argmax of the log-probabilities, padding excluded, as
-    `greedy_search` chooses) with the cache grown by a position. Each is traced once per
-    model (shapes relaxed), not once per sentence or per step."""
+    feeds one id and gives the next (`greedy_choice`: the argmax of the log-probabilities,
+    padding excluded, as `greedy_search` chooses) with the cache grown by a position. Each is
+    traced once per model (shapes relaxed), not once per sentence or per step."""
 
     def __init__(self, model):
         self.model = model
@@ -69,9 +69,8 @@ class TokenStepper:
     def _step(self, ids: tf.Tensor, index: tf.Tensor, cache, state, kernel):
         """ids [1] at position `index` --> (next id [1], its log-prob [1], the cache)."""
         logits, cache = self.model.decode_step(ids, index, cache, state, None, kernel)
-        log_probs = normalized_log_probs(logits, PAD_ID)  # --> [1, vocab]
-        token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)  # --> [1]
-        return token, tf.gather(log_probs, token, batch_dims=1), cache
+        token, log_prob = greedy_choice(logits, PAD_ID)  # --> [1], [1]
+        return token, log_prob, cache
 
 
 class TextIncrements:

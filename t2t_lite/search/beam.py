@@ -70,7 +70,7 @@ def normalized_log_probs(logits: tf.Tensor, pad_id: int | None) -> tf.Tensor:
     return tf.where(is_pad[None, :], NEG_INF, log_probs)
 
 
-def _best_log_probs(logits: tf.Tensor, k: int, pad_id: int | None) -> tuple[tf.Tensor, tf.Tensor]:
+def best_log_probs(logits: tf.Tensor, k: int, pad_id: int | None) -> tuple[tf.Tensor, tf.Tensor]:
     """The k largest logits of each row of [rows, vocab] (k + 1 when `pad_id` could be among
     them) as log-probs, best first, and their ids; the padding id's log-prob is -inf.
 
@@ -200,7 +200,7 @@ def _expand(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> tuple[_Candida
     # The best 2k continuations of a sentence include at most 2k of each beam, so each row
     # first keeps its own best (2k, one more when it could be the padding id that is then
     # dropped) by logit; log-probs are computed only for those, as logit - logsumexp.
-    row_lp, row_token = _best_log_probs(logits, 2 * k, setup.pad_id)  # --> [batch * k, n]
+    row_lp, row_token = best_log_probs(logits, 2 * k, setup.pad_id)  # --> [batch * k, n]
     if setup.banks is not None:
         row_lp, row_token = setup.banks.widen(logits, row_lp, row_token, cache)
     # Candidate j * n + r extends beam j with its r-th token: [batch, k, n] --> [batch, k*n].

@@ -15,6 +15,7 @@ from t2t_lite.search.beam import (
     NEG_INF,
     SearchResult,
     StepFn,
+    best_log_probs,
     loop_length,
     normalized_log_probs,
     sentence_lengths,
@@ -42,6 +43,17 @@ def _filter_top_p(logits: tf.Tensor, top_p: float) -> tf.Tensor:
     kept = tf.where(mass_before < top_p, sorted_logits, float("inf"))
     threshold = tf.reduce_min(kept, axis=-1, keepdims=True)  # --> [rows, 1]
     return tf.where(logits < threshold, NEG_INF, logits)
+
+
+def greedy_choice(logits: tf.Tensor, pad_id: int | None) -> tuple[tf.Tensor, tf.Tensor]:
+    """The most likely token of each row of [rows, vocab] logits other than `pad_id`, and its
+    log-prob: [rows] int32 and [rows] float32, as argmax and gather over
+    `normalized_log_probs(logits, pad_id)` give them (the lower id among equal logits). It takes
+    beam search's `best_log_probs` of the best two (the padding id could be the first), so no
+    log-softmax is formed over the vocabulary (docs/results/benchmarks.md)."""
+    log_probs, ids = best_log_probs(logits, 1, pad_id)  # --> [rows, 1 or 2], padding at -inf
+    column = tf.argmax(log_probs, axis=-1, output_type=tf.int32)  # the first among equals
+    return tf.gather(ids, column, batch_dims=1), tf.gather(log_probs, column, batch_dims=1)
 
 
 def sample_search(
@@ -76,8 +88,6 @@ def sample_search(
     seed = tf.cast(seed, tf.int32)
 
     def choose(log_probs, i):
-        if temperature == 0.0:
-            return tf.argmax(log_probs, axis=-1, output_type=tf.int32)
         logits = log_probs / temperature
         if top_k:
             logits = _filter_top_k(logits, top_k)
@@ -88,9 +98,13 @@ def sample_search(
 
     def body(i, seq, done, total_lp, cache):
         logits, cache = step_fn(seq[:, i], i, cache)
-        log_probs = normalized_log_probs(logits, pad_id)  # --> [batch, vocab]
-        token = tf.where(done, 0, choose(log_probs, i))  # --> [batch]
-        token_lp = tf.gather(log_probs, token, batch_dims=1)
+        if temperature == 0.0:
+            token, token_lp = greedy_choice(logits, pad_id)  # --> [batch], [batch]
+        else:
+            log_probs = normalized_log_probs(logits, pad_id)  # --> [batch, vocab]
+            token = choose(log_probs, i)
+            token_lp = tf.gather(log_probs, token, batch_dims=1)
+        token = tf.where(done, 0, token)
         total_lp += tf.where(done, 0.0, token_lp)
         done |= tf.equal(token, eos_id) | (i + 1 >= max_lengths)
         return i + 1, write_column(seq, i + 1, token), done, total_lp, cache

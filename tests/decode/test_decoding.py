@@ -101,12 +101,52 @@ def test_best_log_probs_are_log_softmax_at_the_best_tokens():
     rng = np.random.default_rng(2)
     logits = rng.normal(size=(6, 800)).astype(np.float32) * 4
     logits[2, 0] = 50.0  # padding is the best token of row 2
-    log_probs, ids = search._best_log_probs(tf.constant(logits), 4, pad_id=0)
+    log_probs, ids = search.best_log_probs(tf.constant(logits), 4, pad_id=0)
     order = np.argsort(-logits, axis=1, kind="stable")[:, :5]
     np.testing.assert_array_equal(ids.numpy(), order)
     expected = np.take_along_axis(np_log_softmax(logits.astype(np.float64)), order, 1)
     expected[ids.numpy() == 0] = -np.inf
     np.testing.assert_allclose(log_probs.numpy(), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("vocab", [11, 8000])  # 8000: the two-stage top-k
+def test_greedy_choice_is_argmax_of_log_softmax_without_padding(vocab):
+    rng = np.random.default_rng(vocab)
+    logits = rng.normal(size=(6, vocab)).astype(np.float32) * 4
+    logits[2, 0] = 50.0  # padding is the best token of row 2: its second best is chosen
+    logits[3, [4, 9]] = 40.0  # a tie: the lower id, as argmax gives it
+    logits[4] = 0.0  # all equal: the first id after padding
+    token, token_lp = sampling.greedy_choice(tf.constant(logits), pad_id=0)
+    log_probs = np_log_softmax(logits.astype(np.float64))
+    log_probs[:, 0] = -np.inf
+    expected = np.argmax(log_probs, axis=1)
+    assert expected[3] == 4 and expected[4] == 1
+    np.testing.assert_array_equal(token.numpy(), expected)
+    np.testing.assert_allclose(token_lp.numpy(), log_probs[np.arange(6), expected], atol=1e-5)
+    # Without a padding id every token can be chosen.
+    token, _ = sampling.greedy_choice(tf.constant(logits), pad_id=None)
+    np.testing.assert_array_equal(token.numpy(), np.argmax(logits, axis=1))
+
+
+def test_greedy_search_follows_the_scripted_argmax_with_its_log_prob():
+    batch, steps, vocab = 8, 6, 7
+    rng = np.random.default_rng(3)
+    table = rng.normal(size=(batch, steps, vocab, vocab)).astype(np.float32) * 2
+    table[:, :, :, 0] += rng.uniform(-1, 3, size=(batch, steps, vocab))  # padding often best
+    table[:, 4:, :, 1] += 5.0  # EOS likely late
+    step_fn, cache, _ = scripted_step_fn(table)
+    found = sampling.greedy_search(step_fn, cache, batch, steps)
+    for row in range(batch):
+        hyp, prev = [], 0
+        while len(hyp) < steps and (not hyp or hyp[-1] != 1):
+            log_probs = np_log_softmax(table[row, len(hyp), prev].astype(np.float64))
+            log_probs[0] = -np.inf
+            prev = int(np.argmax(log_probs))
+            hyp.append(prev)
+        np.testing.assert_array_equal(found.ids.numpy()[row, 0], padded(hyp, steps))
+        np.testing.assert_allclose(
+            found.scores.numpy()[row, 0], table_log_prob(table, row, tuple(hyp)), atol=1e-5
+        )
 
 
 @pytest.mark.parametrize("vocab", [11, 640])  # 640: beam 4 takes the two-stage top-k
