@@ -21,6 +21,12 @@ the probes' seconds come out of the budget (t2t-train logs them). When none qual
 narrowest is trained. The constant was measured with 20-minute runs on lohelp en-de and en-fr
 (docs/training.md, "The budget's choice of model").
 
+Probes that cannot change the choice are not run. The narrowest candidate is never probed: once
+every wider one has failed, it trains whatever its rate. And a candidate that would fail even at
+the fastest rate a probed wider one allows it (`estimate`: the wider one's rate times their
+ratio of FLOPs per token, times RATE_MARGIN) is passed over unprobed. On a slow machine, where
+the probes cost most, that leaves one probe of the three.
+
 The choice is written to budget.json ("model_choice") and is the run's hparams set in
 hparams.json, so a resumed run keeps it whatever the machine is then. In a multi-worker run the
 chief probes and every worker trains its choice (`Consensus.share`).
@@ -53,6 +59,11 @@ PROBE_MAX_STEPS = 60
 # A shorter budget is not probed (each probe traces a model, a few seconds): it trains the
 # ladder's narrowest set.
 PROBE_MIN_MINUTES = 3.0
+# How much faster per FLOP a narrower candidate may run than a probed wider one, for passing it
+# over unprobed: its rate is taken as at most the wider one's times their FLOPs ratio times this.
+# Measured on slow stand-ins (docs/results/training.md): 0.74 to 1.02 between the rungs of the
+# translation ladder (narrower models are less efficient per FLOP, their fixed costs larger).
+RATE_MARGIN = 1.5
 
 
 def effective_tokens(tokens: float, corpus_tokens: int) -> float:
@@ -113,6 +124,14 @@ class Assessed:
             f"{self.tokens_per_parameter:.2f} tokens per parameter"
         )
 
+    def describe_best_case(self) -> str:
+        """`describe` for an estimated best rate (`choose`'s passed-over candidates)."""
+        m = self.measured
+        return (
+            f"{m.name} ({m.parameters / 1e6:.1f}M parameters, at most {m.steps_per_second:.2f} "
+            f"steps/s by FLOPs): at most {self.tokens_per_parameter:.2f} tokens per parameter"
+        )
+
     def to_json(self) -> dict:
         m = self.measured
         return {
@@ -129,12 +148,13 @@ class Assessed:
 
 @dataclasses.dataclass(frozen=True)
 class Choice:
-    """The hparams set chosen, and the candidates timed to choose it (widest first), or why
-    none was timed."""
+    """The hparams set chosen, the candidates timed to choose it (widest first) and those passed
+    over at an estimated best rate, or why none was timed."""
 
     hparams_set: str
     candidates: tuple[Assessed, ...]
     untimed: str = ""  # why no candidate was timed
+    passed_over: tuple[Assessed, ...] = ()  # at the fastest rate they could have (`choose`)
 
     @property
     def probe_seconds(self) -> float:
@@ -144,12 +164,17 @@ class Choice:
         """The one log line that says what was chosen and why."""
         if not self.candidates:
             return f"model choice: {self.hparams_set}, {self.untimed}"
-        why = "; ".join(c.describe() for c in self.candidates)
-        chosen = self.candidates[-1]
-        if chosen.enough:
+        why = "; ".join(
+            [c.describe() for c in self.candidates]
+            + [f"{c.describe_best_case()}: not timed" for c in self.passed_over]
+        )
+        if self.candidates[-1].measured.name == self.hparams_set:
             rule = f"the widest with at least {TOKENS_PER_PARAMETER:g} tokens per parameter"
         else:
-            rule = f"none reaches {TOKENS_PER_PARAMETER:g} tokens per parameter: the narrowest"
+            rule = (
+                f"no wider set reaches {TOKENS_PER_PARAMETER:g} tokens per parameter: the "
+                "narrowest, not timed (it trains at any rate)"
+            )
         return (
             f"model choice: {self.hparams_set}, {rule} ({why}); probes took "
             f"{self.probe_seconds:.1f} s of the budget"
@@ -158,12 +183,15 @@ class Choice:
     def to_json(self) -> dict:
         if not self.candidates:
             return {"hparams_set": self.hparams_set, "untimed": self.untimed}
-        return {
+        record = {
             "hparams_set": self.hparams_set,
             "tokens_per_parameter_needed": TOKENS_PER_PARAMETER,
             "probe_seconds": round(self.probe_seconds, 2),
             "candidates": [c.to_json() for c in self.candidates],
         }
+        if self.passed_over:
+            record["passed_over"] = [c.to_json() for c in self.passed_over]
+        return record
 
 
 def choose(
@@ -171,23 +199,34 @@ def choose(
     measure: Callable[[str], Measured],
     train_seconds: Callable[[str], float],
     corpus_tokens: int,
+    estimate: Callable[[str, Measured], Measured] | None = None,
 ) -> Choice:
     """The widest set of `ladder` (narrowest first) whose expected tokens reach the rule's bar.
 
     `measure(name)` probes a candidate; `train_seconds(name)` is the seconds of the budget that
     candidate trains for, of which the probes so far (its own included) are spent. Probes go
-    from the widest down and stop at the first that qualifies. A ladder of one set, or a
-    budget of under PROBE_MIN_MINUTES `minutes`, is not probed."""
+    from the widest down and stop at the first that qualifies; the narrowest, reached, is
+    chosen unprobed. `estimate(name, wider)`: the fastest rate candidate `name` could have,
+    from a probed wider one's `Measured`; a candidate that fails the bar even at it is passed
+    over unprobed. A ladder of one set, or a budget of under PROBE_MIN_MINUTES, is not probed
+    (`untimed`)."""
     assessed: list[Assessed] = []
+    passed: list[Assessed] = []
     probes = 0.0
-    for name in reversed(ladder):
+    for name in reversed(ladder[1:]):
+        if estimate is not None and assessed:
+            seconds = max(0.0, train_seconds(name) - probes)
+            best_case = Assessed(estimate(name, assessed[-1].measured), seconds, corpus_tokens)
+            if not best_case.enough:
+                passed.append(best_case)
+                continue
         measured = measure(name)
         probes += measured.seconds
         candidate = Assessed(measured, max(0.0, train_seconds(name) - probes), corpus_tokens)
         assessed.append(candidate)
         if candidate.enough:
-            break
-    return Choice(assessed[-1].measured.name, tuple(assessed))
+            return Choice(name, tuple(assessed), passed_over=tuple(passed))
+    return Choice(ladder[0], tuple(assessed), passed_over=tuple(passed))
 
 
 def untimed(ladder: tuple[str, ...], minutes: float) -> Choice | None:

@@ -6,6 +6,7 @@ hparams set a t2t-train without `--hparams_set` trains (`hparams_set_for_run`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import json
 import os
@@ -64,7 +65,8 @@ def probe(name: str, problem, config: TrainConfig, strategy=None) -> model_choic
 
 def choose_on_this_machine(problem, config: TrainConfig, strategy=None) -> model_choice.Choice:
     """The choice for `config.train_minutes` on config.data_dir, probing from the widest of the
-    problem's ladder down; each candidate trains for the budget's training share (less what the
+    problem's ladder down (`model_choice.choose`; a narrower one passed over unprobed where even
+    its `best_rate` fails); each candidate trains for the budget's training share (less what the
     search tuning keeps) less the probes' seconds so far."""
     from t2t_lite.train import loop, search_tuning
 
@@ -86,6 +88,34 @@ def choose_on_this_machine(problem, config: TrainConfig, strategy=None) -> model
         lambda name: probe(name, problem, config, strategy),
         train_seconds,
         problem.train_tokens(config.data_dir),
+        functools.partial(best_rate, problem, config),
+    )
+
+
+def best_rate(
+    problem, config: TrainConfig, name: str, wider: model_choice.Measured
+) -> model_choice.Measured:
+    """The fastest plausible rate of hparams set `name` on this machine, from a probed wider
+    candidate: its steps/s times their ratio of forward FLOPs per token, times
+    model_choice.RATE_MARGIN; its parameters counted, its batches' target tokens the wider's."""
+    from t2t_lite.model.flops import forward_flops_per_token
+    from t2t_lite.train import loop
+    from t2t_lite.train.info import count_parameters
+
+    vocab = problem.tokenizer(config.data_dir).vocab_size
+
+    def flops(set_name: str) -> float:
+        _, hparams = loop.resolve_run(config, get_hparams(set_name, config.hparams_overrides))
+        return forward_flops_per_token(hparams, vocab, 32, 32)
+
+    _, hparams = loop.resolve_run(config, get_hparams(name, config.hparams_overrides))
+    rate = wider.steps_per_second * flops(wider.name) / flops(name) * model_choice.RATE_MARGIN
+    return model_choice.Measured(
+        name=name,
+        parameters=count_parameters(hparams, vocab),
+        steps_per_second=rate,
+        tokens_per_step=wider.tokens_per_step,
+        seconds=0.0,
     )
 
 

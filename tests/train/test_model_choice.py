@@ -13,6 +13,7 @@ import pytest
 from fake_problem import FakeReverse
 
 from t2t_lite.hparams import get_hparams
+from t2t_lite.model.flops import forward_flops_per_token
 from t2t_lite.train import loop, model_choice, model_probe
 from t2t_lite.train.budget import BudgetClock
 from t2t_lite.train.config import TrainConfig
@@ -77,31 +78,82 @@ def test_the_corpus_size_moves_the_choice_through_repeats():
     big = model_choice.choose(LADDER, _measure(rates), lambda n: 1200.0, 10**7)
     small = model_choice.choose(LADDER, _measure(rates), lambda n: 1200.0, 40_000)
     assert big.hparams_set == "middle"
-    assert small.hparams_set == "narrow" and small.candidates[-1].enough
-    middle, narrow = small.candidates[1:]
+    assert small.hparams_set == "narrow"  # not probed: it trains once the wider ones fail
+    assert [c.measured.name for c in small.candidates] == ["wide", "middle"]
+    middle = small.candidates[1]
     assert middle.passes == pytest.approx(30.0)
     assert middle.tokens_per_parameter == pytest.approx(
         40_000 * (1 + 15.4 * (1 - math.exp(-29 / 15.4))) / 2e6
     )
-    assert narrow.tokens_per_parameter == pytest.approx(
+    narrow = model_choice.Assessed(_measure(rates)("narrow"), 1200.0, 40_000)
+    assert narrow.enough and narrow.tokens_per_parameter == pytest.approx(
         40_000 * (1 + 15.4 * (1 - math.exp(-59 / 15.4))) / 1e6
     )
 
 
-def test_none_reaching_the_bar_trains_the_narrowest_and_the_seconds_shrink_with_probes():
+def test_none_reaching_the_bar_trains_the_narrowest_unprobed_and_seconds_shrink_with_probes():
+    probed: list[str] = []
     rates = {"narrow": 0.1, "middle": 0.05, "wide": 0.01}
-    choice = model_choice.choose(LADDER, _measure(rates, seconds=2.0), lambda n: 602.0, 10**7)
-    assert choice.hparams_set == "narrow"  # (each probe takes 2 s)
-    assert [c.seconds for c in choice.candidates] == [600.0, 598.0, 596.0]
-    assert [c.steps for c in choice.candidates] == [6, 29, 59]
+    measure = _measure(rates, probed=probed, seconds=2.0)
+    choice = model_choice.choose(LADDER, measure, lambda n: 602.0, 10**7)
+    assert choice.hparams_set == "narrow" and probed == ["wide", "middle"]  # 2 s a probe
+    assert [c.seconds for c in choice.candidates] == [600.0, 598.0]
+    assert [c.steps for c in choice.candidates] == [6, 29]
     line = choice.line()
-    assert line.startswith("model choice: narrow, none reaches 0.5 tokens per parameter")
+    assert line.startswith(
+        "model choice: narrow, no wider set reaches 0.5 tokens per parameter: the narrowest, "
+        "not timed"
+    )
     assert "wide (4.0M parameters, 0.01 steps/s): 6 steps" in line
-    assert "probes took 6.0 s of the budget" in line
+    assert "probes took 4.0 s of the budget" in line
     record = choice.to_json()
     assert record["hparams_set"] == "narrow" and record["tokens_per_parameter_needed"] == 0.5
-    assert [c["hparams_set"] for c in record["candidates"]] == ["wide", "middle", "narrow"]
-    assert record["candidates"][2]["expected_steps"] == 59
+    assert [c["hparams_set"] for c in record["candidates"]] == ["wide", "middle"]
+    assert record["candidates"][1]["expected_steps"] == 29 and "passed_over" not in record
+
+
+def _flops_estimate(ratios: dict[str, float], margin: float = model_choice.RATE_MARGIN):
+    """`choose`'s estimate for ladders of LADDER's names: a wider rate times the FLOPs ratio
+    `ratios[wider] / ratios[name]`, times `margin`."""
+
+    def estimate(name: str, wider: Measured) -> Measured:
+        rate = wider.steps_per_second * ratios[wider.name] / ratios[name] * margin
+        return Measured(name, PARAMETERS[name], rate, wider.tokens_per_step, 0.0)
+
+    return estimate
+
+
+def test_a_candidate_that_fails_even_at_its_best_rate_is_passed_over_unprobed():
+    flops = {"narrow": 1.0, "middle": 2.0, "wide": 4.0}
+    probed: list[str] = []
+    # wide 0.1 steps/s: 120k tokens / 4M = 0.03. middle at best 0.1 x 2 x 1.5 = 0.3 steps/s:
+    # 360k / 2M = 0.18 < 0.5, so it is not probed; narrow trains, unprobed.
+    rates = {"narrow": 0.8, "middle": 0.3, "wide": 0.1}
+    measure = _measure(rates, probed=probed, seconds=2.0)
+    choice = model_choice.choose(LADDER, measure, lambda n: 1202.0, 10**7, _flops_estimate(flops))
+    assert choice.hparams_set == "narrow" and probed == ["wide"]
+    (middle,) = choice.passed_over
+    assert middle.measured.steps_per_second == pytest.approx(0.3)
+    assert middle.seconds == 1200.0 and middle.tokens_per_parameter == pytest.approx(0.18)
+    assert (
+        "middle (2.0M parameters, at most 0.30 steps/s by FLOPs): at most 0.18 tokens per "
+        "parameter: not timed" in choice.line()
+    )
+    assert "probes took 2.0 s" in choice.line()
+    assert [c["hparams_set"] for c in choice.to_json()["passed_over"]] == ["middle"]
+    # At 0.2 steps/s for wide, middle could reach 0.6 steps/s (0.36 per parameter at best):
+    # still passed over. At 0.3, its best is 0.9 steps/s (0.54): probed, and its own rate rules.
+    for wide_rate, probes in ((0.2, ["wide"]), (0.3, ["wide", "middle"])):
+        probed.clear()
+        rates["wide"] = wide_rate
+        again = model_choice.choose(
+            LADDER, measure, lambda n: 1202.0, 10**7, _flops_estimate(flops)
+        )
+        assert probed == probes and again.hparams_set == "narrow"
+    # A middle fast enough once probed is chosen, as without the estimate.
+    rates["middle"] = 0.9
+    chosen = model_choice.choose(LADDER, measure, lambda n: 1202.0, 10**7, _flops_estimate(flops))
+    assert chosen.hparams_set == "middle" and chosen.passed_over == ()
 
 
 class _Clock:
@@ -227,15 +279,41 @@ def test_the_probe_times_a_real_training_step(tmp_path):
     assert 9 <= measured.tokens_per_step <= get_hparams("transformer_tiny").batch_size
 
 
+def test_best_rate_scales_a_wider_rate_by_flops_and_the_margin(tmp_path, monkeypatch):
+    problem = FakeReverse()
+    problem.budget_ladder = ("transformer_tiny", "transformer_budget_xs", "transformer_budget_s")
+    probed: list[str] = []
+
+    def probe(name, *args):
+        probed.append(name)
+        return Measured(name, 10**6, 0.01, 50.0, seconds=3.0)
+
+    monkeypatch.setattr(model_probe, "probe", probe)
+    config = TrainConfig(str(tmp_path / "run"), "", train_minutes=20)
+    choice = model_probe.choose_on_this_machine(problem, config)
+    # s at 0.01 steps/s is far from the bar; xs at its best rate too: only s was probed.
+    assert probed == ["transformer_budget_s"] and choice.hparams_set == "transformer_tiny"
+    (xs,) = choice.passed_over
+    flops = {
+        name: forward_flops_per_token(get_hparams(name), 12, 32, 32)
+        for name in ("transformer_budget_xs", "transformer_budget_s")
+    }
+    expected = 0.01 * flops["transformer_budget_s"] / flops["transformer_budget_xs"] * 1.5
+    assert model_choice.RATE_MARGIN == 1.5
+    assert xs.measured.steps_per_second == pytest.approx(expected)
+    assert 2.0 < expected / 0.01 < 6.0  # narrower by width: fewer FLOPs per token
+    assert xs.measured.parameters == count_parameters(get_hparams("transformer_budget_xs"), 12)
+    assert xs.measured.tokens_per_step == 50.0 and xs.measured.seconds == 0.0
+
+
 def test_a_budget_run_without_a_set_trains_its_choice_and_a_rerun_keeps_it(tmp_path, monkeypatch):
     problem = FakeReverse()
     problem.budget_ladder = ("transformer_tiny", "transformer_budget_xs")
-    # xs too slow for the bar, tiny fast enough; the two probes take 14.5 s of a 15 s budget
-    rates = {"transformer_tiny": 1000.0, "transformer_budget_xs": 0.001}
-    parameters = {"transformer_tiny": 10**5, "transformer_budget_xs": 10**6}
+    # xs too slow for the bar, so tiny trains (unprobed); xs's probe takes 14.5 s of a 15 s budget
 
     def probe(name, *args):
-        return Measured(name, parameters[name], rates[name], 50.0, seconds=7.25)
+        assert name == "transformer_budget_xs"
+        return Measured(name, 10**6, 0.001, 50.0, seconds=14.5)
 
     monkeypatch.setattr(model_probe, "probe", probe)
     monkeypatch.setattr(model_choice, "PROBE_MIN_MINUTES", 0.0)
@@ -243,12 +321,8 @@ def test_a_budget_run_without_a_set_trains_its_choice_and_a_rerun_keeps_it(tmp_p
     chosen = model_probe.hparams_set_for_run(problem, config, None)
     assert chosen == model_probe.RunSet("transformer_tiny", 14.5)
     record = model_probe.recorded_choice(config.output_dir)
-    assert [c["hparams_set"] for c in record["candidates"]] == [
-        "transformer_budget_xs",
-        "transformer_tiny",
-    ]
+    assert [c["hparams_set"] for c in record["candidates"]] == ["transformer_budget_xs"]
     assert record["candidates"][0]["expected_steps"] == 0  # 0.001 steps/s
-    assert record["candidates"][1]["expected_steps"] == 500  # 0.5 s left, at 1,000 steps/s
     # The run trains its choice with the probes' seconds spent: the 0.5 s left end it at its
     # first step (whose tracing alone takes longer).
     metrics = loop.train(problem, config, get_hparams(chosen.name), chosen.name, None, 14.5)
