@@ -83,6 +83,11 @@ class SearchSettings:
             raise ValueError(f"unknown search settings {unknown}; known: {sorted(names)}")
         return dataclasses.replace(self, **{k: v for k, v in given.items() if v is not None})
 
+    def without_alpha(self) -> SearchSettings:
+        """These settings with alpha at 0: what a traced search depends on (alpha is an input
+        of it, `Translator.with_alpha`), the key of a cache of traced searches."""
+        return dataclasses.replace(self, alpha=0.0)
+
     def check(self, max_positions: int | None = None) -> None:
         """Raises ValueError naming the flag that is out of range."""
         if self.beam_size < 1:

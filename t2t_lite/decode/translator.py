@@ -188,7 +188,7 @@ class Translator:
         of (source ids, alpha), or with `guided` of (source ids, prefix, terms, alpha), the
         latter without XLA (its extra inputs change shape from batch to batch). Made on first
         use, traced on its first call, and kept for every alpha."""
-        key = (guided, self.settings.override(alpha=0.0))
+        key = (guided, self.settings.without_alpha())
         if key not in self._traced:
             specs = [tf.TensorSpec([None, None], tf.int32)]
             specs += [specs[0], tf.TensorSpec([None, None, None], tf.int32)] if guided else []

@@ -160,6 +160,11 @@ def test_search_settings_fall_back_to_problem_defaults():
         defaults.override(beam=2)
     with pytest.raises(ValueError, match="--max_input_length must be in \\[1, 16\\]"):
         defaults.override(max_input_length=17).check(max_positions=16)
+    # What a traced search depends on: all but alpha, an input of the search.
+    tuned = settings.override(alpha=1.2)
+    assert tuned.without_alpha() == settings.without_alpha() == settings.override(alpha=0.0)
+    assert tuned.without_alpha() != tuned.override(beam_size=4).without_alpha()
+    assert tuned.alpha == 1.2  # unchanged
 
 
 def test_problem_other_than_the_runs_is_refused(run_dir):

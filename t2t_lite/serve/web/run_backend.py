@@ -57,7 +57,7 @@ class TranslatorCache:
     def get(self, settings: SearchSettings) -> Translator:
         """The run's translator for `settings` (made on first use; the problem's constraint
         and postprocessing as `Translator.from_run`)."""
-        key = settings.override(alpha=0.0)
+        key = settings.without_alpha()
         with self._lock:
             translator = self._translators.pop(key, None)
             if translator is None:
