@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import html.parser
 import random
-import time
 
 import pytest
 from decoding_helpers import reverse_engine
@@ -170,7 +169,7 @@ def test_the_generator_reaches_every_case():
                                         "huge attribute", "quoted >")), kinds  # fmt: skip
 
 
-def test_a_five_megabyte_document_comes_back_whole_in_seconds():
+def test_a_five_megabyte_document_comes_back_whole():
     rng = random.Random(7)
     paragraphs, size, number = [], 0, 0
     while size < 5_000_000:  # one to 2,000 random paragraphs on a line, each with 30 words
@@ -182,9 +181,7 @@ def test_a_five_megabyte_document_comes_back_whole_in_seconds():
         paragraphs.append(" ".join(parts))
         size += len(paragraphs[-1]) + 2
     document = "\n\n".join(paragraphs) + "\n"
-    started = time.perf_counter()
-    out = translate_document(document, reverse_engine())
-    assert time.perf_counter() - started < 60  # linear: about 10 s on one slow core
+    out = translate_document(document, reverse_engine())  # its time: bench/markup_bench.py
     found = out.rstrip("\n").split("\n\n")
     for source, translated in zip(paragraphs, found, strict=True):
         _check_paragraph(source, translated)
