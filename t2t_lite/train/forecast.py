@@ -125,16 +125,27 @@ class Forecast:
         )
 
     def _estimate(self, name: str, rate: float) -> model_choice.Measured:
-        from t2t_lite.model.flops import forward_flops_per_token
-        from t2t_lite.train.info import count_parameters
-
-        hparams = get_hparams(name, self.overrides)
-        flops = forward_flops_per_token(hparams, self.vocab_size, 32, 32)
-        own = forward_flops_per_token(self.hparams, self.vocab_size, 32, 32)
-        return model_choice.Measured(
-            name=name,
-            parameters=count_parameters(hparams, self.vocab_size),
-            steps_per_second=rate * own / flops,
-            tokens_per_step=self.tokens / self.steps,
-            seconds=0.0,
+        return estimate_by_flops(
+            name, self.overrides, self.vocab_size, self.hparams, rate, self.tokens / self.steps
         )
+
+
+def estimate_by_flops(
+    name: str, overrides: str, vocab_size: int, measured_hparams, rate: float, tokens: float
+) -> model_choice.Measured:
+    """Hparams set `name` (with `overrides`) at the rate its forward FLOPs per token allow,
+    from `rate` steps/s measured for `measured_hparams`; `tokens` target tokens a step, its
+    parameters counted. Not timed: `seconds` 0."""
+    from t2t_lite.model.flops import forward_flops_per_token
+    from t2t_lite.train.info import count_parameters
+
+    hparams = get_hparams(name, overrides)
+    flops = forward_flops_per_token(hparams, vocab_size, 32, 32)
+    own = forward_flops_per_token(measured_hparams, vocab_size, 32, 32)
+    return model_choice.Measured(
+        name=name,
+        parameters=count_parameters(hparams, vocab_size),
+        steps_per_second=rate * own / flops,
+        tokens_per_step=tokens,
+        seconds=0.0,
+    )

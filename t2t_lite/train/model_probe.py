@@ -97,25 +97,18 @@ def best_rate(
 ) -> model_choice.Measured:
     """The fastest plausible rate of hparams set `name` on this machine, from a probed wider
     candidate: its steps/s times their ratio of forward FLOPs per token, times
-    model_choice.RATE_MARGIN; its parameters counted, its batches' target tokens the wider's."""
-    from t2t_lite.model.flops import forward_flops_per_token
-    from t2t_lite.train import loop
-    from t2t_lite.train.info import count_parameters
+    model_choice.RATE_MARGIN (`forecast.estimate_by_flops`); its batches' target tokens the
+    wider's."""
+    from t2t_lite.train.forecast import estimate_by_flops
 
-    vocab = problem.tokenizer(config.data_dir).vocab_size
-
-    def flops(set_name: str) -> float:
-        _, hparams = loop.resolve_run(config, get_hparams(set_name, config.hparams_overrides))
-        return forward_flops_per_token(hparams, vocab, 32, 32)
-
-    _, hparams = loop.resolve_run(config, get_hparams(name, config.hparams_overrides))
-    rate = wider.steps_per_second * flops(wider.name) / flops(name) * model_choice.RATE_MARGIN
-    return model_choice.Measured(
-        name=name,
-        parameters=count_parameters(hparams, vocab),
-        steps_per_second=rate,
-        tokens_per_step=wider.tokens_per_step,
-        seconds=0.0,
+    overrides = config.hparams_overrides
+    return estimate_by_flops(
+        name,
+        overrides,
+        problem.tokenizer(config.data_dir).vocab_size,
+        get_hparams(wider.name, overrides),
+        wider.steps_per_second * model_choice.RATE_MARGIN,
+        wider.tokens_per_step,
     )
 
 
