@@ -10,9 +10,10 @@ import subprocess
 import sys
 import textwrap
 
+import command_helpers
 import pytest
 import tensorflow as tf
-from command_helpers import python_json
+from command_helpers import python_json, run_python
 from decoding_helpers import model_hparams, tiny_model
 
 from t2t_lite.run.layout import CHECKPOINT_DIR
@@ -32,7 +33,7 @@ def _flags(module: str) -> dict:
         f"print(json.dumps({{n: [flags.FLAGS[n].help, flags.FLAGS[n].default] for n in "
         f"{RUN_FLAGS!r} if n in flags.FLAGS}}))"
     )
-    return python_json(script, env=ENV)
+    return python_json(script)
 
 
 def test_every_command_that_restores_a_run_has_the_same_run_flags():
@@ -73,10 +74,7 @@ def user_run(tmp_path_factory):
         f"get_problem('usr_copy_digits').generate_data({str(root / 'data')!r}, "
         "max_sequence_length=4, train_size=20, dev_size=5, test_size=5)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=ENV, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_python("-c", script)
     model = tiny_model(13, seed=4)
     info = RunInfo(
         "usr_copy_digits", str(root / "data"), "transformer_tiny", model_hparams(model), 13
@@ -92,9 +90,7 @@ def user_run(tmp_path_factory):
 
 
 def _command(name: str, *flags: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [os.path.join(BIN, name), *flags], capture_output=True, text=True, env=ENV, timeout=timeout
-    )
+    return command_helpers.command(name, *flags, timeout=timeout)
 
 
 def test_a_missing_usr_dir_is_named_from_the_run(user_run):

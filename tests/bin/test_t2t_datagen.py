@@ -2,21 +2,12 @@
 
 import os
 import subprocess
-import sys
 
-from command_helpers import last_json
-
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+from command_helpers import command, last_json
 
 
 def _datagen(*flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_datagen", *flags],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
+    return command("t2t_datagen", *flags)
 
 
 def test_datagen_writes_and_reports(tmp_path):

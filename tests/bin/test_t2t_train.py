@@ -4,22 +4,14 @@ tests/train/test_training.py)."""
 import json
 import os
 import subprocess
-import sys
 
-from command_helpers import run_python
+from command_helpers import command, run_python
 
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 HELPERS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "train_helpers.py")
 
 
 def _run(binary: str, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", f"t2t_lite.bin.{binary}", *flags],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
+    return command(binary, *flags)
 
 
 def test_train_then_average(tmp_path):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from command_helpers import command
 
 from t2t_lite.problems import get_problem
 from t2t_lite.problems.base import PARALLEL_MIN_SHARD_PAIRS, datagen_processes
@@ -102,11 +103,9 @@ def test_by_default_every_core_writes_large_shards_only():
 
 
 def test_the_command_refuses_zero_processes_in_one_line(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_datagen", "--problem=text2text",
-         f"--data_dir={tmp_path}", "--num_processes=0"],
-        capture_output=True, text=True, timeout=120,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    done = command(
+        "t2t_datagen", "--problem=text2text", f"--data_dir={tmp_path}", "--num_processes=0",
+        timeout=120,
     )  # fmt: skip
     assert done.returncode != 0
     assert "num_processes must be a whole number of processes, 1 or more, got '0'" in done.stderr

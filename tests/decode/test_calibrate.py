@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from command_helpers import command
 from serve_helpers import sentences, text_run
 
 from t2t_lite.decode.confidence import CALIBRATION_FILE, Calibration
 from t2t_lite.decode.translator import Translator
 
-BIN = os.path.dirname(sys.executable)
-
 
 def _command(name, *flags):
-    return subprocess.run(
-        [os.path.join(BIN, name), *flags], capture_output=True, text=True, timeout=300
-    )
+    return command(name, *flags)
 
 
 def test_calibrate_fits_on_dev_and_decode_reports_that_confidence(tmp_path):

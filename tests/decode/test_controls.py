@@ -4,13 +4,10 @@ they change nothing; t2t-decode's flags and the Python API take them."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import tensorflow as tf
+from command_helpers import command
 from decoding_helpers import (
     all_hypotheses,
     np_log_softmax,
@@ -237,13 +234,7 @@ def tiny_run(tmp_path_factory):
 
 
 def _decode(output_dir, *flags):
-    return subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_decode", f"--output_dir={output_dir}", *flags],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-    )
+    return command("t2t_decode", f"--output_dir={output_dir}", *flags)
 
 
 def test_t2t_decode_flags_and_the_python_api_agree(tiny_run):

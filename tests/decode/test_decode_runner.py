@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from command_helpers import command
 from decoding_helpers import add_truncated_newer_checkpoint, decode_flags, write_tiny_run
 
 from t2t_lite.data import load_tokenizer
@@ -127,21 +126,10 @@ def test_read_input_names_file_and_line(tmp_path):
 def test_cli_reads_stdin_writes_stdout(run_dir):
     output_dir, model, tokenizer = run_dir
     lines = ["2 3 4", "", "8"]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "t2t_lite.bin.t2t_decode",
-            f"--output_dir={output_dir}",
-            "--beam_size=2",
-            "--alpha=0.0",
-        ],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-    )
+    done = command(
+        "t2t_decode", f"--output_dir={output_dir}", "--beam_size=2", "--alpha=0.0",
+        stdin="\n".join(lines) + "\n", timeout=120,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout.split("\n")
     assert len(out) == 4 and out[1] == "" and out[3] == ""
@@ -215,14 +203,7 @@ def test_the_input_is_checked_before_the_model_is_loaded(tmp_path, monkeypatch):
 
 
 def _decode_cli(output_dir, *flags):
-    return subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_decode", f"--output_dir={output_dir}", *flags],
-        input="8\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-    )
+    return command("t2t_decode", f"--output_dir={output_dir}", *flags, stdin="8\n", timeout=120)
 
 
 def test_cli_falls_back_from_a_damaged_newest_checkpoint(run_dir, tmp_path):

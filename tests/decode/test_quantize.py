@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from command_helpers import command
 from decoding_helpers import random_inputs, t2t_decode, tiny_model, write_tiny_run
 
 from t2t_lite.decode import transformer_step
@@ -304,13 +305,7 @@ def test_refusals_and_ensembles():
 
 
 def _command(name: str, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", f"t2t_lite.bin.{name}", *flags],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
+    return command(name, *flags)
 
 
 def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path, monkeypatch):

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+from command_helpers import command, run
 from decoding_helpers import MIXED_LINES, MIXED_TARGETS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,13 +77,7 @@ def run_dir(tmp_path_factory):
 
 
 def test_two_replicas_decode_and_score_as_one_device(run_dir, tmp_path):
-    done = subprocess.run(
-        [sys.executable, __file__, run_dir, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=600,
-    )
+    done = run(__file__, run_dir, str(tmp_path), env=ENV, timeout=600)
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stderr[-3000:]
     found = json.loads(lines[-1][len("RESULT ") :])
@@ -147,12 +141,9 @@ def test_t2t_decode_flag(run_dir, tmp_path):
     written = default.read_text(encoding="utf-8")
     outputs = {}
     for strategy in ("mirrored", "multi_worker"):
-        outputs[strategy] = subprocess.run(
-            [
-                sys.executable, "-m", "t2t_lite.bin.t2t_decode", f"--output_dir={run_dir}",
-                f"--decode_from_file={source}", f"--strategy={strategy}",
-            ],
-            capture_output=True, text=True, env=ENV, timeout=300,
+        outputs[strategy] = command(
+            "t2t_decode", f"--output_dir={run_dir}", f"--decode_from_file={source}",
+            f"--strategy={strategy}",
         )  # fmt: skip
     assert outputs["mirrored"].returncode == 0, outputs["mirrored"].stderr[-2000:]
     assert outputs["mirrored"].stdout == written

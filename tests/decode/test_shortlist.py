@@ -6,13 +6,12 @@ pairs, a batch's columns against a set union, the shortlisted search against the
 from __future__ import annotations
 
 import itertools
-import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from command_helpers import command
 from decoding_helpers import random_inputs, tiny_model
 
 from t2t_lite.data import shortlist
@@ -22,7 +21,6 @@ from t2t_lite.model.layers import SharedEmbedding, int8_product
 from t2t_lite.search import beam as search
 
 VOCAB = 40
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def _dice_reference(pairs, vocab):
@@ -177,10 +175,7 @@ def test_settings_and_flag_refusals():
 
 
 def _command(name: str, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", f"t2t_lite.bin.{name}", *flags],
-        capture_output=True, text=True, env=ENV, timeout=300,
-    )  # fmt: skip
+    return command(name, *flags)
 
 
 @pytest.fixture(scope="module")

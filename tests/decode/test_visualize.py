@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import tensorflow as tf
+from command_helpers import command
 from decoding_helpers import tiny_model, write_tiny_run
 
 from t2t_lite.data import load_tokenizer
@@ -72,18 +70,10 @@ def test_pictures_and_page(tmp_path, precision):
 @pytest.mark.parametrize("quantize", ["none", "int8"])
 def test_cli(tmp_path, quantize):
     output_dir, _, _ = write_tiny_run(tmp_path, max_positions=32, seed=7)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "t2t_lite.bin.t2t_visualize",
-            f"--output_dir={output_dir}",
-            "--inputs=2 7 1 8",
-            f"--quantize={quantize}",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    result = command(
+        "t2t_visualize", f"--output_dir={output_dir}", "--inputs=2 7 1 8",
+        f"--quantize={quantize}",
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     # The pictured translation is the one of the (quantized) run that t2t-decode restores.
     run = Run.restore(str(output_dir), quantize=quantize)

@@ -1,12 +1,10 @@
 """The paper's numbers: parameter counts, the learning-rate formula, the loss, overfitting."""
 
-import subprocess
-import sys
-
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from command_helpers import run_python
 
 from t2t_lite.hparams import HPARAMS_SETS, TABLE3_SETS, get_hparams
 from t2t_lite.model.flops import forward_flops_per_token
@@ -222,29 +220,15 @@ def test_tiny_model_overfits_one_batch():
 
 
 def test_t2t_info_prints_counts():
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "t2t_lite.bin.t2t_info",
-            "--hparams_set=transformer_base",
-            "--hparams=num_encoder_layers=2",
-            "--vocab_size=1000",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    result = run_python(
+        "-m", "t2t_lite.bin.t2t_info", "--hparams_set=transformer_base",
+        "--hparams=num_encoder_layers=2", "--vocab_size=1000",
+    )  # fmt: skip
     model = Transformer.from_hparams(get_hparams("transformer_base", "num_encoder_layers=2"), 1000)
     model.build()
     assert f"trainable parameters: {model.count_params():,}" in result.stdout
     assert '"num_encoder_layers": 2' in result.stdout
-    listing = subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_info", "--list"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    listing = run_python("-m", "t2t_lite.bin.t2t_info", "--list").stdout
     # The built-in problems (other tests register more in this process, not in the subprocess).
     builtin = ["algorithmic_copy", "algorithmic_reverse", "parsing_trees", "text2text",
                "translate_ende_lohelp", "translate_enfr_lohelp", "wmt14_ende", "wmt14_enfr",

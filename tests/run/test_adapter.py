@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
+from command_helpers import command
 from lora_helpers import adapter_run, parent_run
 
 from t2t_lite.decode.translator import Translator
@@ -28,7 +27,6 @@ from t2t_lite.train.init_from import model_variable_shapes
 RANK = 4
 BUDGET = "learning_rate_schedule=linear_budget,learning_rate=0.5"
 LINES = ["1 2 3", "4 5 6 7 8", "9 9", "3 4 3 4 5"]
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 @pytest.fixture(autouse=True)
@@ -124,10 +122,9 @@ def test_an_adapter_over_other_base_weights_is_refused_naming_both_hashes(runs, 
     with pytest.raises(AdapterMismatchError, match=f"base weights sha256 {wanted}, but"):
         Run.restore(moved)
     (tmp_path / "in.txt").write_text("1 2 3\n")
-    decode = subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_decode", f"--output_dir={moved}",
-         f"--decode_from_file={tmp_path / 'in.txt'}"],
-        capture_output=True, text=True, env=ENV, timeout=120,
+    decode = command(
+        "t2t_decode", f"--output_dir={moved}", f"--decode_from_file={tmp_path / 'in.txt'}",
+        timeout=120,
     )  # fmt: skip
     assert decode.returncode == 2, decode.stderr[-2000:]
     line = decode.stderr.strip().splitlines()[-1]

@@ -12,6 +12,7 @@ import sys
 import textwrap
 
 import pytest
+from command_helpers import command
 
 from t2t_lite.problems import get_problem
 from t2t_lite.run.layout import LOCK_FILE
@@ -76,11 +77,9 @@ def test_t2t_train_on_a_held_output_dir_stops_in_one_line(tmp_path):
     )
     holder = _hold(output_dir)
     try:
-        done = subprocess.run(
-            [os.path.join(os.path.dirname(sys.executable), "t2t-train"),
-             "--problem=algorithmic_copy", "--hparams_set=transformer_tiny",
-             f"--data_dir={data_dir}", f"--output_dir={output_dir}", "--train_steps=2"],
-            capture_output=True, text=True, timeout=300,
+        done = command(
+            "t2t-train", "--problem=algorithmic_copy", "--hparams_set=transformer_tiny",
+            f"--data_dir={data_dir}", f"--output_dir={output_dir}", "--train_steps=2",
         )  # fmt: skip
     finally:
         holder.send_signal(signal.SIGKILL)

@@ -5,20 +5,16 @@ point training outside its data_dir; each is refused in one line naming the file
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
+from command_helpers import command as run_command
 from decoding_helpers import write_tiny_run
 
 from t2t_lite.problems import get_problem, read_metadata
 from t2t_lite.run.adapter import AdapterRecord
 from t2t_lite.run.layout import ADAPTER_FILE
 from t2t_lite.run.run_info import RunInfo
-
-BIN = os.path.dirname(sys.executable)
 
 
 def _edit_hparams(output_dir, **changes) -> str:
@@ -52,10 +48,7 @@ def test_a_crafted_hparams_json_is_refused_naming_file_and_field(tmp_path, chang
 def test_t2t_decode_refuses_it_in_one_line(tmp_path):
     output_dir, _, _ = write_tiny_run(tmp_path)
     path = _edit_hparams(output_dir, num_encoder_layers=1_000_000)
-    done = subprocess.run(
-        [os.path.join(BIN, "t2t-decode"), f"--output_dir={output_dir}"],
-        input="1 2\n", capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = run_command("t2t-decode", f"--output_dir={output_dir}", stdin="1 2\n")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert lines[-1].startswith(f"t2t-decode: error: {path} is not a valid run description")
@@ -89,10 +82,7 @@ def test_a_run_above_the_memory_left_is_refused_before_it_is_built(tmp_path, mon
 def test_t2t_decode_refuses_a_model_no_machine_holds_in_one_line(tmp_path):
     output_dir, _, _ = write_tiny_run(tmp_path)
     path = _edit_hparams(output_dir, d_model=65_536, d_ff=262_144, num_heads=64, d_k=0, d_v=0)
-    done = subprocess.run(
-        [os.path.join(BIN, "t2t-decode"), f"--output_dir={output_dir}"],
-        input="1 2\n", capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = run_command("t2t-decode", f"--output_dir={output_dir}", stdin="1 2\n")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     # 1 + 1 layers: 4 x 65,536^2 + 2 x 65,536 x 262,144 and 8 x 65,536^2 + 2 x 65,536 x 262,144
@@ -191,10 +181,7 @@ def test_every_command_restoring_an_adapter_refuses_it_in_one_line(tmp_path, com
     flags = [flag.format(root=tmp_path) for flag in flags]
     if not any(flag.startswith("--output_dir") for flag in flags):
         flags.append(f"--output_dir={output_dir}")
-    done = subprocess.run(
-        [os.path.join(BIN, command), *flags],
-        input="1 2\n", capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = run_command(command, *flags, stdin="1 2\n")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert lines[-1] == (

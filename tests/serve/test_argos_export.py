@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import subprocess
-import sys
 import types
 import zipfile
 
@@ -19,6 +17,7 @@ import ctranslate2
 import numpy as np
 import pytest
 import sentencepiece
+from command_helpers import command
 from decoding_helpers import padded
 from reverse_words import CT2_SEARCH, EXTRA, sentences
 
@@ -27,9 +26,6 @@ from t2t_lite.hparams import SearchSettings
 from t2t_lite.run.run import Run
 from t2t_lite.serve import argos_export
 from t2t_lite.serve import ctranslate2_export as ct2
-
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-EXPORT = [sys.executable, "-m", "t2t_lite.bin.t2t_export"]
 
 
 @pytest.fixture(autouse=True)
@@ -43,16 +39,11 @@ def exported(reverse_words_run, tmp_path_factory):
     """The run, restored, and its package written by the command, with the dev set scored."""
     root = pathlib.Path(reverse_words_run).parent  # the run's text files beside it
     export_dir = tmp_path_factory.mktemp("argos")
-    done = subprocess.run(
-        EXPORT
-        + [f"--output_dir={reverse_words_run}", f"--export_dir={export_dir}"]
-        + ["--format=argos", "--argos_languages=en,de", "--beam_size=1", "--alpha=0"]
-        + [f"--score={root / 'dev.src'},{root / 'dev.tgt'}", "--license=apache-2.0"],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
+    done = command(
+        "t2t_export", f"--output_dir={reverse_words_run}", f"--export_dir={export_dir}",
+        "--format=argos", "--argos_languages=en,de", "--beam_size=1", "--alpha=0",
+        f"--score={root / 'dev.src'},{root / 'dev.tgt'}", "--license=apache-2.0",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     unpacked = tmp_path_factory.mktemp("unpacked")
@@ -157,7 +148,7 @@ def test_packaged_model_translates_the_pieces_as_t2t_lite_does(exported):
 def test_a_problem_without_languages_and_a_bad_pair_are_refused_in_one_line(
     reverse_words_run, tmp_path
 ):
-    base = EXPORT + [f"--output_dir={reverse_words_run}", f"--export_dir={tmp_path}"]
+    base = [f"--output_dir={reverse_words_run}", f"--export_dir={tmp_path}"]
     for extra, message in (
         (
             ["--format=argos"],
@@ -175,7 +166,7 @@ def test_a_problem_without_languages_and_a_bad_pair_are_refused_in_one_line(
             "t2t-export: error: --argos_languages: only --format=argos writes a language pair",
         ),
     ):
-        done = subprocess.run(base + extra, capture_output=True, text=True, env=ENV, timeout=300)
+        done = command("t2t_export", *base, *extra)
         assert done.returncode == 2, done.stderr[-2000:]
         assert done.stderr.strip().splitlines()[-1] == message
     assert os.listdir(tmp_path) == []  # nothing written

@@ -5,23 +5,18 @@ folder a killed export left."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
+from command_helpers import command
 from decoding_helpers import add_truncated_newer_checkpoint, write_tiny_run
 
 from t2t_lite.serve import versions
 
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-
 
 def _export(output_dir, export_dir):
-    return subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_export", f"--output_dir={output_dir}",
-         f"--export_dir={export_dir}", "--beam_size=1"],
-        capture_output=True, text=True, timeout=300, env=ENV,
-    )  # fmt: skip
+    return command(
+        "t2t_export", f"--output_dir={output_dir}", f"--export_dir={export_dir}", "--beam_size=1"
+    )
 
 
 def test_export_falls_back_to_an_intact_checkpoint_and_refuses_when_none_is(tmp_path):

@@ -69,7 +69,7 @@ def _litert_ids(folder: str, sources: list[list[int]], batch_size: int = 16) -> 
         f"ids = LiteRTTranslator({folder!r}, batch_size={batch_size}).search_ids({sources!r})\n"
         "print(json.dumps([ids, 'tensorflow' in sys.modules]))\n"
     )
-    ids, tensorflow = python_json(code)
+    ids, tensorflow = python_json(code, fresh=True)
     assert not tensorflow
     return ids
 
@@ -152,7 +152,7 @@ def test_readme_and_runner_translate_without_tensorflow(trained):
         f"texts = translator.translate({lines!r})\n"
         "print(json.dumps([texts, 'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
     )
-    texts, tensorflow, keras = python_json(code)
+    texts, tensorflow, keras = python_json(code, fresh=True)
     assert not tensorflow and not keras
     run = trained["run"]
     assert texts == Translator(run.model, run.tokenizer, run.search).translate(lines)
@@ -238,7 +238,7 @@ def test_runner_command_translates_standard_input(trained, tmp_path):
     command = [sys.executable, "-m", "t2t_lite.serve.litert_runner"]
     done = run_python(
         "-m", "t2t_lite.serve.litert_runner", os.path.dirname(trained["float"]),
-        stdin="\n".join(lines) + "\n", timeout=60,
+        stdin="\n".join(lines) + "\n", timeout=60, fresh=True,
     )  # fmt: skip
     # The parent holds two versions: the largest is the int8 model. It is read back in a
     # process without TensorFlow, as the command runs: in a process that has TensorFlow
@@ -247,7 +247,7 @@ def test_runner_command_translates_standard_input(trained, tmp_path):
         "import json\nfrom t2t_lite.serve.litert_runner import LiteRTTranslator\n"
         f"print(json.dumps(LiteRTTranslator({trained['int8']!r}).translate({lines!r})))\n"
     )
-    assert done.stdout.splitlines() == python_json(code, timeout=60)
+    assert done.stdout.splitlines() == python_json(code, timeout=60, fresh=True)
     done = subprocess.run(
         [*command, str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=60
     )
@@ -301,7 +301,7 @@ def test_the_guides_examples_run_without_tensorflow(trained, tmp_path):
         code = code.replace("/tmp/ende_litert/1", trained["float"])
         code = code.replace('"page.md"', repr(str(page)))
         code += "import sys\nprint('tensorflow' in sys.modules)\n"
-        done = run_python("-c", code, timeout=60)
+        done = run_python("-c", code, timeout=60, fresh=True)
         assert done.stdout.splitlines()[-1] == "False"
         if str(page) in code:  # the document: its layout and its tag, around translated words
             lines = done.stdout.splitlines()

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
+from command_helpers import command
 from decoding_helpers import write_tiny_run
 from fastapi.testclient import TestClient
 from tf_serving_helpers import t2t_serve
@@ -291,10 +292,9 @@ def test_t2t_query_against_t2t_serve_writes_what_t2t_decode_writes(exported, tmp
     source = tmp_path / "in.txt"
     source.write_text("\n".join(LINES) + "\n")
     bin_dir = os.path.dirname(sys.executable)
-    decoded = subprocess.run(
-        [os.path.join(bin_dir, "t2t-decode"), f"--output_dir={os.path.dirname(exported[0])}/out",
-         "--beam_size=2", "--alpha=0.6", f"--decode_from_file={source}"],
-        capture_output=True, text=True, timeout=300,
+    decoded = command(
+        "t2t-decode", f"--output_dir={os.path.dirname(exported[0])}/out", "--beam_size=2",
+        "--alpha=0.6", f"--decode_from_file={source}",
     )  # fmt: skip
     assert decoded.returncode == 0, decoded.stderr[-3000:]
     flags = ["--allowed_hosts=translate.lan", "--version_labels=stable=7"]

@@ -7,11 +7,10 @@ import logging
 import math
 import os
 import subprocess
-import sys
 
 import pytest
+from command_helpers import command
 
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 RUNS = (
     "transformer_tiny-seed1",
     "num_heads=2-seed1",
@@ -21,10 +20,7 @@ RUNS = (
 
 
 def sweep(*flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_sweep", *flags],
-        capture_output=True, text=True, env=ENV, timeout=300,
-    )  # fmt: skip
+    return command("t2t_sweep", *flags)
 
 
 def read_json(*parts: str) -> dict:

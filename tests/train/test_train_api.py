@@ -31,7 +31,6 @@ def test_train_from_python_resolves_as_the_command(tmp_path, step_clock):
         f"--hparams={OVERRIDES}", f"--data_dir={data_dir}",
         f"--output_dir={tmp_path / 'command'}", f"--train_minutes={MINUTES}",
         "--eval_every=50", "--save_every=50", "--log_every=50",
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )  # fmt: skip
     config = training.TrainConfig(
         output_dir=str(tmp_path / "python"),
