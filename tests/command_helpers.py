@@ -17,6 +17,7 @@ import atexit
 import builtins
 import json
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import re
 import runpy
@@ -40,11 +41,25 @@ def _start_environment(env) -> dict:
     return {k: v for k, v in env.items() if _START_VARIABLES.match(k)}
 
 
+def _start_forkserver() -> None:
+    """Starts the forkserver with PRELOAD in the environment ENV, whatever a test has set in
+    os.environ when the first process is asked for: its imports read ENV's variables."""
+    multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(ENV)
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def _warm_context():
-    """The forkserver context, started with PRELOAD on first use, and what it started with."""
+    """The forkserver context, started on first use, and what it started with."""
     if not _warm:
+        _start_forkserver()
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
         bare = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
         fresh_path = subprocess.run(
             [sys.executable, "-c", "import json, sys; print(json.dumps(sys.path[1:]))"],

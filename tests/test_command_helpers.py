@@ -101,3 +101,22 @@ def test_what_a_warm_process_cannot_be_runs_fresh(args, env):
     assert run("-c", LOADED).stdout == "True\n"  # warm: TensorFlow is loaded
     done = run(*args, env=env)
     assert done.returncode == 0 and done.stdout == "False\n", done.stderr[-2000:]
+
+
+def test_the_warm_process_starts_with_the_variables_of_env_whatever_os_environ_holds():
+    """The first process asked for starts the warm one. Asked for by a program that has set
+    TF_ENABLE_ONEDNN_OPTS=0 in os.environ since (as a test's monkeypatch would), the warm process
+    still imports TensorFlow with ENV's variables: oneDNN as a fresh process with ENV has it."""
+    onednn = (
+        "from tensorflow.python.util import _pywrap_util_port\n"
+        "print(_pywrap_util_port.IsMklEnabled())\n"
+    )
+    program = (
+        f"import os, sys\nsys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import command_helpers as helpers\n"
+        "os.environ['TF_ENABLE_ONEDNN_OPTS'] = '0'\n"
+        f"print(helpers.run('-c', {onednn!r}).stdout.strip())\n"
+    )
+    started = run("-c", program, fresh=True)
+    assert started.returncode == 0, started.stderr[-2000:]
+    assert started.stdout == run("-c", onednn, fresh=True).stdout
