@@ -26,6 +26,9 @@ def evaluate(trainer, dev_dataset, scorer: DevScorer | None = None) -> dict[str,
     dev_loss is the mean negative log-likelihood per target token (exp of it is the perplexity);
     dev_smoothed_loss the label-smoothed one that training minimizes.
     """
+    # One trace for every batch the dataset can give (its element_spec: any batch size and
+    # length), rather than one for the first batch's shape and another for the next one's.
+    trainer.eval_step.get_concrete_function(dev_dataset.element_spec)
     totals = sum_stats(trainer.eval_step(batch) for batch in dev_dataset)
     tokens = max(totals.target_tokens, 1.0)
     metrics = {

@@ -97,6 +97,36 @@ def test_a_dev_scorer_scores_the_weights_of_each_call_with_one_trace(reverse_dat
     assert scorer.translator._search.experimental_get_tracing_count() == 1
 
 
+def test_an_evaluation_traces_its_step_once_and_sums_every_batch():
+    """evaluate() traces the evaluation step once for the dev set's element_spec, not once per
+    batch shape, and its metrics are the per-batch statistics of the model run eagerly."""
+    from t2t_lite.train.evaluation import evaluate
+    from t2t_lite.train.step import Trainer, batch_stats, sum_stats
+
+    hparams = get_hparams("transformer_tiny", "num_encoder_layers=1,num_decoder_layers=1")
+    trainer = Trainer(hparams, 12, tf.distribute.get_strategy())
+    rng = np.random.default_rng(0)
+    batches = [  # three shapes: rows and lengths differ, and so does the padding
+        {name: rng.integers(2, 12, (rows, width)) for name in ("inputs", "targets")}
+        for rows, width in ((5, 7), (3, 4), (2, 9))
+    ]
+    for batch in batches:
+        batch["targets"][:, -2:] = 0
+    dev = tf.data.Dataset.from_generator(
+        lambda: iter(batches),
+        output_signature={k: tf.TensorSpec([None, None], tf.int64) for k in ("inputs", "targets")},
+    )
+    metrics = evaluate(trainer, dev)
+    assert trainer.eval_step.experimental_get_tracing_count() == 1
+    eager = [{k: tf.constant(v) for k, v in batch.items()} for batch in batches]
+    smoothing = hparams.label_smoothing
+    totals = sum_stats(batch_stats(trainer.model(b, training=False), b, smoothing) for b in eager)
+    assert totals.target_tokens == metrics["dev_tokens"] == 5 * 5 + 3 * 2 + 2 * 7
+    assert metrics["dev_loss"] == pytest.approx(totals.nll_sum / totals.target_tokens, rel=1e-5)
+    assert metrics["dev_smoothed_loss"] == pytest.approx(totals.smoothed_sum / totals.target_tokens)
+    assert metrics["dev_accuracy"] == pytest.approx(totals.correct_tokens / totals.target_tokens)
+
+
 def test_dev_bleu_splits_its_batches_over_the_replicas_as_t2t_decode_does(tmp_path):
     """Training's dev BLEU under a two-device MirroredStrategy decodes each batch split over
     the replicas (t2t_lite.decode.replicas) and scores exactly what one device does."""
