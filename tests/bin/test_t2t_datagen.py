@@ -1,18 +1,14 @@
 """t2t-datagen as a user runs it: flags forwarded to the problem, clear errors for bad flags."""
 
 import os
-import subprocess
 
 from command_helpers import command, last_json
 
 
-def _datagen(*flags: str) -> subprocess.CompletedProcess:
-    return command("t2t_datagen", *flags)
-
-
 def test_datagen_writes_and_reports(tmp_path):
     data_dir = str(tmp_path / "copy")
-    result = _datagen(
+    result = command(
+        "t2t_datagen",
         "--problem=algorithmic_copy",
         f"--data_dir={data_dir}",
         "--train_size=300",  # a flag made from the problem's default_options
@@ -33,7 +29,9 @@ def test_datagen_writes_and_reports(tmp_path):
 
 
 def test_datagen_rejects_flags_the_problem_does_not_take(tmp_path):
-    result = _datagen("--problem=algorithmic_copy", f"--data_dir={tmp_path}", "--train_src=a.txt")
+    result = command(
+        "t2t_datagen", "--problem=algorithmic_copy", f"--data_dir={tmp_path}", "--train_src=a.txt"
+    )
     assert result.returncode != 0
     assert "does not take option(s) ['train_src']" in result.stderr
     assert not os.listdir(tmp_path)

@@ -3,15 +3,10 @@ tests/train/test_training.py)."""
 
 import json
 import os
-import subprocess
 
 from command_helpers import command, run_python
 
 HELPERS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "train_helpers.py")
-
-
-def _run(binary: str, *flags: str) -> subprocess.CompletedProcess:
-    return command(binary, *flags)
 
 
 def test_train_then_average(tmp_path):
@@ -27,7 +22,7 @@ def test_train_then_average(tmp_path):
         f"--data_dir={data_dir}", f"--output_dir={out}", "--train_steps=4", "--save_every=1",
         "--eval_every=4", "--log_every=2", "--keep_checkpoints=3",
     ]  # fmt: skip
-    trained = _run("t2t_train", *flags, "--hparams=num_encoder_layers=1,batch_size=256")
+    trained = command("t2t_train", *flags, "--hparams=num_encoder_layers=1,batch_size=256")
     assert trained.returncode == 0, trained.stderr[-3000:]
     assert "step 4/4 loss" in trained.stderr and "step 4 dev: dev_loss" in trained.stderr
     assert RunInfo.load(out).hparams.num_encoder_layers == 1
@@ -42,7 +37,7 @@ def test_train_then_average(tmp_path):
         "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index",
     ]  # fmt: skip
 
-    averaged = _run("t2t_avg_checkpoints", f"--output_dir={out}", "--num_last=2")
+    averaged = command("t2t_avg_checkpoints", f"--output_dir={out}", "--num_last=2")
     assert averaged.returncode == 0, averaged.stderr[-3000:]
     assert averaged.stdout.strip() == os.path.join(out, "averaged", "ckpt-4")
     assert "averaged 2 checkpoints" in averaged.stderr
@@ -83,12 +78,12 @@ def test_info_prints_the_budgets_choice_and_refuses_half_its_flags(tmp_path):
     problems.get_problem("algorithmic_reverse").generate_data(
         data_dir, num_symbols=8, max_sequence_length=6, train_size=200, dev_size=20
     )
-    shown = _run("t2t_info", "--train_minutes=20", f"--data_dir={data_dir}")
+    shown = command("t2t_info", "--train_minutes=20", f"--data_dir={data_dir}")
     assert shown.returncode == 0, shown.stderr[-3000:]
     first, *record = shown.stdout.splitlines()
     assert first == "model choice: transformer_tiny, the problem's one set for a budget"
     assert json.loads("\n".join(record))["hparams_set"] == "transformer_tiny"
-    half = _run("t2t_info", "--train_minutes=20")
+    half = command("t2t_info", "--train_minutes=20")
     assert half.returncode == 2
     assert half.stderr.strip().splitlines()[-1] == (
         "t2t-info: error: --train_minutes and --data_dir go together: the budget's choice of "

@@ -15,13 +15,9 @@ from t2t_lite.decode.confidence import CALIBRATION_FILE, Calibration
 from t2t_lite.decode.translator import Translator
 
 
-def _command(name, *flags):
-    return command(name, *flags)
-
-
 def test_calibrate_fits_on_dev_and_decode_reports_that_confidence(tmp_path):
     output_dir = text_run(tmp_path)
-    done = _command("t2t-calibrate", f"--output_dir={output_dir}", "--lines=10", "--beam_size=2")
+    done = command("t2t-calibrate", f"--output_dir={output_dir}", "--lines=10", "--beam_size=2")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "fitted on 10 dev sentences" in done.stdout
     fitted = Calibration.load(output_dir)
@@ -36,7 +32,7 @@ def test_calibrate_fits_on_dev_and_decode_reports_that_confidence(tmp_path):
     # Held-out lines: the correlation is reported, nothing is refitted.
     (tmp_path / "ref.txt").write_text("\n".join(sentences(4, seed=98)) + "\n")
     before = (tmp_path / "run" / CALIBRATION_FILE).read_text()
-    done = _command(
+    done = command(
         "t2t-calibrate",
         f"--output_dir={output_dir}",
         f"--decode_from_file={tmp_path / 'in.txt'}",
@@ -48,7 +44,7 @@ def test_calibrate_fits_on_dev_and_decode_reports_that_confidence(tmp_path):
     # Without a calibration, the geometric mean token probability.
     os.remove(tmp_path / "run" / CALIBRATION_FILE)
     assert math.isclose(Calibration.load(output_dir)([-1.0]), math.exp(-1.0))
-    done = _command("t2t-calibrate", f"--output_dir={output_dir}", f"--reference={tmp_path}")
+    done = command("t2t-calibrate", f"--output_dir={output_dir}", f"--reference={tmp_path}")
     assert done.returncode == 2  # a usage error
     assert done.stderr.strip().splitlines()[-1] == (
         "t2t-calibrate: error: --decode_from_file and --reference go together"

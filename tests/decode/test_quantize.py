@@ -304,10 +304,6 @@ def test_refusals_and_ensembles():
     assert all(len(quantized_layers(m)) == 17 for m in members)  # 1+1 layers: 6 + 10 + 1
 
 
-def _command(name: str, *flags: str) -> subprocess.CompletedProcess:
-    return command(name, *flags)
-
-
 def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path, monkeypatch):
     """t2t-decode --quantize=int8 (`run_decode`, which the command calls with its flags, in this
     process; tests/bin/test_run_flags.py checks that it reads every run flag) writes the int8
@@ -334,7 +330,7 @@ def test_t2t_decode_and_t2t_export_with_quantize(trained, tmp_path, monkeypatch)
     search = [f"--{k}={v}" for k, v in SEARCH.items()]
     run = ["--output_dir=" + trained["output_dir"], *search]
     export_dir = tmp_path / "export"
-    exported = _command("t2t_export", *run, f"--export_dir={export_dir}", "--quantize=int8")
+    exported = command("t2t_export", *run, f"--export_dir={export_dir}", "--quantize=int8")
     assert exported.returncode == 0, exported.stderr[-3000:]
     path = str(export_dir / "1")
     dtypes = tf.train.load_checkpoint(f"{path}/variables/variables").get_variable_to_dtype_map()

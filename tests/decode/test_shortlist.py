@@ -6,7 +6,6 @@ pairs, a batch's columns against a set union, the shortlisted search against the
 from __future__ import annotations
 
 import itertools
-import subprocess
 
 import numpy as np
 import pytest
@@ -174,10 +173,6 @@ def test_settings_and_flag_refusals():
         )
 
 
-def _command(name: str, *flags: str) -> subprocess.CompletedProcess:
-    return command(name, *flags)
-
-
 @pytest.fixture(scope="module")
 def reversal_run(tmp_path_factory):
     """A random tiny run of algorithmic_reverse over generated data with a training split:
@@ -215,21 +210,21 @@ def test_t2t_decode_and_t2t_export_with_shortlist(reversal_run, tmp_path):
     )  # fmt: skip
     assert run_decode(*config) == len(LINES)
     run = [f"--output_dir={output_dir}", f"--data_dir={data_dir}", f"--decode_from_file={source}"]
-    done = _command("t2t_decode", *run, f"--decode_to_file={short}", "--shortlist=100,2")
+    done = command("t2t_decode", *run, f"--decode_to_file={short}", "--shortlist=100,2")
     assert done.returncode == 0, done.stderr[-3000:]
     outputs = {"plain": plain.read_text().splitlines(), "short": short.read_text().splitlines()}
     assert outputs["short"] == outputs["plain"] and len(outputs["plain"]) == 3
     assert (data_dir / shortlist.FILE).exists()
     export_dir = tmp_path / "export"
-    exported = _command("t2t_export", *run[:2], f"--export_dir={export_dir}", "--shortlist=100,2")
+    exported = command("t2t_export", *run[:2], f"--export_dir={export_dir}", "--shortlist=100,2")
     assert exported.returncode == 0, exported.stderr[-3000:]
     loaded = tf.saved_model.load(str(export_dir / "1"))
     served = loaded.signatures["serving_default"](inputs=tf.constant(LINES))
     assert [s.decode() for s in served["outputs"].numpy()] == outputs["plain"]
-    bad = _command("t2t_decode", *run, "--shortlist=100")
+    bad = command("t2t_decode", *run, "--shortlist=100")
     assert bad.returncode != 0, bad.stderr
     assert bad.stderr.strip().splitlines()[-1].startswith("t2t-decode: error: --shortlist takes")
-    ct2 = _command("t2t_export", *run[:2], "--export_dir=x", "--format=litert", "--shortlist=1,1")
+    ct2 = command("t2t_export", *run[:2], "--export_dir=x", "--format=litert", "--shortlist=1,1")
     assert ct2.stderr.strip().splitlines()[-1] == (
         "t2t-export: error: --shortlist: --format=litert searches the whole vocabulary"
     )
@@ -289,7 +284,7 @@ def test_ctranslate2_export_writes_the_shortlist_as_its_vocabulary_map(reversal_
     ctranslate2 = pytest.importorskip("ctranslate2")
     output_dir, data_dir = reversal_run
     folder = tmp_path / "ct2"
-    done = _command(
+    done = command(
         "t2t_export", f"--output_dir={output_dir}", f"--data_dir={data_dir}",
         f"--export_dir={folder}", "--format=ctranslate2", "--shortlist=0,1",
     )  # fmt: skip

@@ -6,7 +6,6 @@ import json
 import logging
 import math
 import os
-import subprocess
 
 import pytest
 from command_helpers import command
@@ -17,10 +16,6 @@ RUNS = (
     "transformer_tiny-seed2",
     "num_heads=2-seed2",
 )
-
-
-def sweep(*flags: str) -> subprocess.CompletedProcess:
-    return command("t2t_sweep", *flags)
 
 
 def read_json(*parts: str) -> dict:
@@ -43,7 +38,7 @@ def swept(tmp_path_factory):
         "--hparams=num_encoder_layers=1,num_decoder_layers=1,batch_size=256",
         "--train_steps=4", "--save_every=2", "--eval_every=4", "--log_every=2",
     ]  # fmt: skip
-    first = sweep(*flags)
+    first = command("t2t_sweep", *flags)
     assert first.returncode == 0, first.stderr[-3000:]
     return sweep_dir, flags, first
 
@@ -110,7 +105,7 @@ def test_report_only_rebuilds_the_same_report(swept):
     before = {name: open(os.path.join(sweep_dir, name), "rb").read() for name in files}
     for name in files:
         os.remove(os.path.join(sweep_dir, name))
-    rebuilt = sweep(f"--sweep_dir={sweep_dir}", "--report_only")
+    rebuilt = command("t2t_sweep", f"--sweep_dir={sweep_dir}", "--report_only")
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
     assert rebuilt.stdout.strip() == os.path.join(sweep_dir, "report.md")
     for name in ("report.json", "report.md"):
@@ -120,10 +115,10 @@ def test_report_only_rebuilds_the_same_report(swept):
 
 
 def test_usage_errors_are_one_line(tmp_path):
-    missing = sweep(f"--sweep_dir={tmp_path}", "--problem=algorithmic_reverse")
+    missing = command("t2t_sweep", f"--sweep_dir={tmp_path}", "--problem=algorithmic_reverse")
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines()[-1] == (
         "t2t-sweep: error: --problem and --data_dir are needed (except with --report_only)"
     )
-    nothing = sweep(f"--sweep_dir={tmp_path}", "--report_only")
+    nothing = command("t2t_sweep", f"--sweep_dir={tmp_path}", "--report_only")
     assert nothing.returncode == 2 and "no sweep has run in" in nothing.stderr
