@@ -54,8 +54,8 @@ class TokenStepper:
 
     def __init__(self, model):
         self.model = model
-        self.start = tf.function(self._start, reduce_retracing=True)
-        self.step = tf.function(self._step, reduce_retracing=True)
+        self.start = tf.function(self._start, reduce_retracing=True, autograph=False)
+        self.step = tf.function(self._step, reduce_retracing=True, autograph=False)
 
     def _start(self, inputs: tf.Tensor, extra_length: tf.Tensor):
         """inputs [1, source] --> (the output's length limit, the empty cache, the sentence's

@@ -118,14 +118,14 @@ class Translator:
         self._traced: dict[tuple[bool, SearchSettings], Callable[..., SearchResult]] = {}
         self._search = self._traced_search()
         self._forced = tf.function(
-            lambda x, y: forced_pass(model, x, y), input_signature=[spec, spec]
+            lambda x, y: forced_pass(model, x, y), input_signature=[spec, spec], autograph=False
         )
         self.calibration = calibration or Calibration()
         self.source_language = source_language  # sentence splitting of documents
         self._joins_table = None
         self._stepper: TokenStepper | None = None  # `translate_stream`'s step, made on use
         score = split_rows(strategy, lambda x, y: score_ids(model, x, y))
-        self._score = tf.function(score, input_signature=[spec] * 2)
+        self._score = tf.function(score, input_signature=[spec] * 2, autograph=False)
 
     @classmethod
     def from_run(
@@ -211,6 +211,7 @@ class Translator:
                 search,
                 input_signature=[*specs, tf.TensorSpec([], tf.float32)],
                 jit_compile=self.jit_compile and not guided,
+                autograph=False,  # core ops and tf.while_loop only: nothing to convert
             )
         return self._traced[key]
 

@@ -106,7 +106,7 @@ def greedy_function(
     the positions of its longest sentence only, and the batch free (`batch_size` None) or
     fixed."""
 
-    @tf.function(input_signature=[tf.TensorSpec([batch_size, None], tf.int32)])
+    @tf.function(input_signature=[tf.TensorSpec([batch_size, None], tf.int32)], autograph=False)
     def greedy(inputs):
         found = transformer_step.sample_ids(
             model, inputs, temperature=0.0, extra_length=extra_length, fixed_shapes=True
@@ -130,7 +130,7 @@ def convert(function: tf.types.experimental.ConcreteFunction, quantization: str 
         return dict(zip(names, tf.nest.flatten(frozen(inputs)), strict=True))
 
     holder = tf.Module()  # the converter's signature comes from a tracked tf.function
-    holder.serve = tf.function(serve, input_signature=[spec])
+    holder.serve = tf.function(serve, input_signature=[spec], autograph=False)
     traced = holder.serve.get_concrete_function()
     converter = tf.lite.TFLiteConverter.from_concrete_functions([traced], holder)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]

@@ -40,7 +40,7 @@ def dev_statistics(run: Run) -> dict[str, float]:
 
     ids = tf.TensorSpec([None, None], tf.int32)
 
-    @tf.function(input_signature=[{"inputs": ids, "targets": ids}])  # one trace per run
+    @tf.function(input_signature=[{"inputs": ids, "targets": ids}], autograph=False)  # one trace
     def stats(batch):
         logits = run.model(batch, training=False)  # [batch, target, vocab]
         return batch_stats(logits, batch, label_smoothing).vector()

@@ -167,7 +167,7 @@ class Trainer:
         # The step has all-reduced the gradients; Keras' hook would sum them again. (Private
         # API: the two-replica test fails, with updates twice too large, if Keras renames it.)
         self.inner_optimizer._all_reduce_sum_gradients = list
-        self.eval_step = tf.function(self._eval_step, reduce_retracing=True)
+        self.eval_step = tf.function(self._eval_step, reduce_retracing=True, autograph=False)
         self.set_dropout(0.0 if self.late_dropout is not None else hparams.dropout)
 
     def set_dropout(self, rate: float) -> None:

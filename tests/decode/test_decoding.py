@@ -515,3 +515,26 @@ def test_weights_cast_once_give_the_per_step_casts_results():
 def test_float32_model_gets_an_empty_scope():
     model = tiny_model(vocab_size=20, seed=1)
     assert isinstance(transformer_step.compute_dtype_weights(model), contextlib.nullcontext)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_the_translators_traced_search_equals_the_search_run_eagerly(beam_size):
+    """The Translator traces its search without AutoGraph (core ops and tf.while_loop only):
+    its ids and scores are those of the same search run eagerly, op by op."""
+    import types
+
+    from t2t_lite.decode.batches import pad_batch
+    from t2t_lite.decode.translator import Translator
+    from t2t_lite.hparams import SearchSettings
+
+    model = tiny_model(20, seed=3)
+    settings = SearchSettings(beam_size=beam_size, alpha=0.6, extra_length=5, nbest=beam_size)
+    translator = Translator(model, types.SimpleNamespace(vocab_size=20), settings)
+    inputs = random_inputs(5, 6, 20, seed=4)
+    sources = [[int(x) for x in row[: list(row).index(1) + 1]] for row in inputs]
+    traced = translator.search_ids(sources)
+    eager = transformer_step.search_function(model, settings, alpha=settings.alpha)(
+        tf.constant(pad_batch(sources))
+    )
+    np.testing.assert_array_equal(traced.ids.numpy(), eager.ids.numpy())
+    np.testing.assert_allclose(traced.scores.numpy(), eager.scores.numpy(), rtol=1e-5, atol=1e-6)
