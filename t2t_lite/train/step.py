@@ -173,8 +173,12 @@ class Trainer:
     def set_dropout(self, rate: float) -> None:
         """Sets the model's P_drop (0 or hparams.dropout) and traces the training step anew."""
         self.model.set_dropout(rate)
-        self._grads = tf.function(self._loss_and_grads, jit_compile=self.hparams.jit_compile)
-        self.train_step = tf.function(self._train_step)
+        # Traced without AutoGraph (no Python control flow on tensors; docs/training.md) but for
+        # gradient accumulation's loop over `tf.range`.
+        self._grads = tf.function(
+            self._loss_and_grads, jit_compile=self.hparams.jit_compile, autograph=False
+        )
+        self.train_step = tf.function(self._train_step, autograph=self._accumulators is not None)
 
     def restored(self) -> None:
         """After a checkpoint is restored: dropout on if the restored run had decided so."""
