@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
+from command_helpers import command
 
 from t2t_lite.data import shard_check
 from t2t_lite.hparams import get_hparams
@@ -21,7 +20,6 @@ from t2t_lite.runtime.atomic_io import file_sha256
 
 PROBLEM = "algorithmic_reverse"
 OPTIONS = {"max_sequence_length": 5, "train_size": 600, "dev_size": 20, "test_size": 20}
-BIN = os.path.dirname(sys.executable)
 
 
 @pytest.fixture(scope="module")
@@ -114,14 +112,10 @@ def test_another_data_loss_passes_unchanged(data_dir):
 
 def test_t2t_train_names_the_damaged_shard_in_one_line(data_dir, tmp_path):
     _flip(data_dir / "train-00000.tfrecord")
-    done = subprocess.run(
-        [
-            os.path.join(BIN, "t2t-train"), f"--problem={PROBLEM}", f"--data_dir={data_dir}",
-            f"--output_dir={tmp_path / 'run'}", "--hparams_set=transformer_tiny",
-            "--hparams=num_encoder_layers=1,num_decoder_layers=1", "--train_steps=3",
-        ],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    done = command(
+        "t2t_train", f"--problem={PROBLEM}", f"--data_dir={data_dir}",
+        f"--output_dir={tmp_path / 'run'}", "--hparams_set=transformer_tiny",
+        "--hparams=num_encoder_layers=1,num_decoder_layers=1", "--train_steps=3",
     )  # fmt: skip
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]

@@ -6,17 +6,14 @@ when the caller does, and the threads per op are set before TensorFlow runs or r
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
+from command_helpers import command
 from decoding_helpers import MIXED_LINES, MIXED_TARGETS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": os.path.dirname(HERE)}
 # 13 lines, 2 empty; with batch_tokens=12, 8 batches of 1 to 3 rows.
 LINES, TARGETS = MIXED_LINES, MIXED_TARGETS
 
@@ -119,12 +116,9 @@ def test_t2t_decode_flag(run_dir, tmp_path):
     )  # fmt: skip
     assert run_decode(*config) == len(LINES)
     written = one.read_text(encoding="utf-8")
-    two = subprocess.run(
-        [
-            sys.executable, "-m", "t2t_lite.bin.t2t_decode", f"--output_dir={run_dir}",
-            f"--decode_from_file={source}", "--batch_tokens=12", "--inter_threads=2",
-        ],
-        capture_output=True, text=True, env=ENV, timeout=300,
+    two = command(
+        "t2t_decode", f"--output_dir={run_dir}", f"--decode_from_file={source}",
+        "--batch_tokens=12", "--inter_threads=2",
     )  # fmt: skip
     assert two.returncode == 0, two.stderr[-2000:]
     assert two.stdout == written and len(written.splitlines()) == len(LINES)

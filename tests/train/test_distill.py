@@ -10,14 +10,13 @@ import json
 import logging
 import os
 import shutil
-import subprocess
-import sys
 import types
 from typing import ClassVar
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from command_helpers import command
 from decoding_helpers import model_hparams, tiny_model
 
 from t2t_lite.data import load_tokenizer, shard_check
@@ -247,21 +246,17 @@ def test_cli_refuses_a_data_dir_without_a_train_split(teacher, tmp_path):
     del metadata["splits"]["train"]
     (no_train / "metadata.json").write_text(json.dumps(metadata))
     shutil.copy(data_dir / "vocab.words.txt", no_train)
-    command = [sys.executable, "-m", "t2t_lite.bin.t2t_distill", f"--teacher={teacher_dir}",
-               f"--data_dir={no_train}", f"--output_data_dir={tmp_path / 'out'}"]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    done = command(
+        "t2t_distill", f"--teacher={teacher_dir}", f"--data_dir={no_train}",
+        f"--output_data_dir={tmp_path / 'out'}",
+    )  # fmt: skip
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1] == (
         f"t2t-distill: error: {no_train} has no training split to translate (its splits: dev, "
         "test); pass a data_dir that t2t-datagen wrote with one"
     )
     assert not (tmp_path / "out").exists()
-    helped = subprocess.run(
-        [sys.executable, "-m", "t2t_lite.bin.t2t_distill", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    helped = command("t2t_distill", "--help")
     assert helped.returncode == 0
     for flag in ("--teacher", "--data_dir", "--output_data_dir", "--beam_size", "--alpha"):
         assert f"  {flag}:" in helped.stdout, flag
