@@ -173,8 +173,10 @@ class _Candidates(NamedTuple):
 def _initial_beams(initial_cache: Any, batch: tf.Tensor, k: int, total: tf.Tensor) -> _Beams:
     """Step 0's state: k empty hypotheses per sentence, of which only beam 0 is live, so the
     first step does not pick k copies of one token."""
-    # Row r * k + j of the tiled cache is beam j of sentence r: [batch, ...] --> [batch * k, ...].
-    cache = tf.nest.map_structure(lambda t: tf.repeat(t, k, axis=0), initial_cache)
+    # Row r * k + j of the tiled cache is beam j of sentence r: [batch, ...] --> [batch * k, ...],
+    # one gather per tensor by rows made once (`tf.repeat` builds a dozen ops for each).
+    rows = tf.repeat(tf.range(batch), k)
+    cache = tf.nest.map_structure(lambda t: tf.gather(t, rows), initial_cache)
     # Position 0 holds the start id fed at step 0; step i writes its token at position i + 1.
     seq = tf.zeros([batch, k, total + 1], tf.int32)
     alive_lp = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch, 1])  # [batch, k]

@@ -67,6 +67,18 @@ def test_incremental_cache_equals_full_self_attention():
     assert np.abs(np.concatenate(steps, 1) - full.numpy()).max() < 1e-5
 
 
+def test_a_decoding_step_traces_no_shape_arithmetic():
+    """A traced decoding position, whose query has one position, reshapes by constants: its
+    only concatenations are the cache's growth (keys and values), none of them shapes."""
+    layer = MultiHeadAttention(d_model=8, num_heads=2, key_dim=4, value_dim=6)
+    layer.build((None, None, 8))
+    cache = {name: tf.TensorSpec([None, 2, None, dim]) for name, dim in (("key", 4), ("value", 6))}
+    step = tf.function(lambda query, cache, i: layer(query, cache=cache, decode_index=i))
+    graph = step.get_concrete_function(tf.TensorSpec([None, 1, 8]), cache, 0).graph
+    types = [op.type for op in graph.get_operations()]
+    assert types.count("ConcatV2") == 2 and types.count("MatMul") == 4
+
+
 @pytest.mark.parametrize("fixed, kind", [(True, "buffer"), ("in_place", "slots")])
 @pytest.mark.parametrize("compiled", [False, True])
 def test_fixed_length_cache_equals_full_self_attention(fixed, kind, compiled):

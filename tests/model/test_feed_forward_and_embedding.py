@@ -70,3 +70,19 @@ def test_shared_embedding_scales_and_projects():
     np.testing.assert_array_equal(embedded[0, 2], 0.0)  # padding embeds to zeros
     x = np.random.default_rng(0).normal(size=(1, 2, 4)).astype(np.float32)
     assert_close(layer.logits(x), x.astype(np.float64) @ table.T.astype(np.float64))
+
+
+def test_feed_forward_is_keras_dense_on_its_input_without_tensordot():
+    """The layer runs its two Dense layers on the 2-D view of its input: the same numbers, bit
+    for bit, as Keras' Dense on the 3-D input (a `tf.tensordot`), and a traced call holds none
+    of tensordot's shape arithmetic."""
+    import tensorflow as tf
+
+    layer = FeedForward(d_model=6, d_ff=10)
+    layer.build((None, None, 6))
+    x = tf.constant(np.random.default_rng(1).normal(size=(2, 3, 6)), tf.float32)
+    keras_dense = layer.output_dense(layer.hidden(x))
+    np.testing.assert_array_equal(layer(x).numpy(), keras_dense.numpy())
+    graph = tf.function(layer).get_concrete_function(tf.TensorSpec([None, None, 6])).graph
+    types = {op.type for op in graph.get_operations()}
+    assert "MatMul" in types and not types & {"Transpose", "GatherV2", "Prod"}

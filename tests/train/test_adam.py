@@ -75,3 +75,16 @@ def test_a_keras_adam_checkpoint_restores_into_fused_adam(tmp_path):
 def test_amsgrad_is_refused():
     with pytest.raises(ValueError, match="amsgrad"):
         FusedAdam(amsgrad=True)
+
+
+def test_an_update_makes_its_scalars_once_for_all_variables():
+    """The step's powers, rates and constants are made once per update, not per variable: a
+    traced update of three variables holds two powers (beta_1^t, beta_2^t) and three kernels."""
+    variables = [keras.Variable(w) for w in _start_weights(np.random.default_rng(0))]
+    optimizer = FusedAdam(learning_rate=0.01)  # a schedule would add its own power
+    optimizer.build(variables)
+    grads = [tf.ones(s) for s in SHAPES]
+    graph = tf.function(lambda g: optimizer.apply(g, variables)).get_concrete_function(grads).graph
+    types = [op.type for op in graph.get_operations()]
+    assert types.count("ResourceApplyAdam") == len(SHAPES)
+    assert types.count("Pow") == 2

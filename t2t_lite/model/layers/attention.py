@@ -80,14 +80,14 @@ class MultiHeadAttention(keras.layers.Layer):
     def _project(self, x: tf.Tensor, layer: Projection) -> tf.Tensor:
         """x [batch, length, d_model] --> [batch, length, h, d] through `layer` on the 2-D view."""
         heads = int8_product.apply(layer, tf.reshape(x, [-1, self.d_model]))  # [b * l, h, d]
-        shape = tf.concat([tf.shape(x)[:-1], [self.num_heads, heads.shape[-1]]], axis=0)
-        return tf.reshape(heads, shape)
+        return _unflatten(heads, x, [self.num_heads, heads.shape[-1]])
 
-    def _project_output(self, context: tf.Tensor) -> tf.Tensor:
-        """context [batch, length, h, d_v] --> [batch, length, d_model] through W^O."""
+    def _project_output(self, context: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
+        """context [..., h, d_v], its rows those of like [batch, length, ...] --> [batch,
+        length, d_model] through W^O."""
         flat = tf.reshape(context, [-1, self.num_heads, self.value_dim])
         output = int8_product.apply(self.output_dense, flat)  # --> [batch * length, d_model]
-        return tf.reshape(output, tf.concat([tf.shape(context)[:-2], [self.d_model]], axis=0))
+        return _unflatten(output, like, [self.d_model])
 
     def project_memory(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
         """[batch, length, d_model] --> keys [b, length, h, d_k] and values [b, length, h, d_v]."""
@@ -198,19 +198,20 @@ class MultiHeadAttention(keras.layers.Layer):
         # call (5% of the whole training step, docs/results/benchmarks.md).
         weights = self._weights_heads(_heads_first(q), _heads_first(k), mask, training)
         context = tf.matmul(weights, _heads_first(v))  # --> [batch, heads, q, d_v]
-        return self._project_output(_heads_first(context))  # --> [batch, q, d_model]
+        return self._project_output(_heads_first(context), q)  # --> [batch, q, d_model]
 
     def _attend_heads(self, q, k, v, mask):
         """Attention of queries q [rows, q, h, d_k] over keys k [b, h, key, d_k] and values
         v [b, h, key, d_v] in the decoding layout, where rows = b * g: the g consecutive rows of
         each batch entry (the beams of one sentence) share its keys and values. mask: [b or 1,
         q, key] bool. No dropout: this path only decodes."""
-        rows, length = tf.shape(q)[0], tf.shape(q)[1]
+        rows, length = tf.shape(q)[0], _static_or_dynamic(q, 1)  # a decoding step: length 1
         batch = tf.shape(k)[0]
         group = rows // batch
         # [b * g, q, h, d] --> [b, h, g * q, d]: the only transposes are of the small queries.
-        q = tf.transpose(tf.reshape(q, [batch, group * length, self.num_heads, -1]), [0, 2, 1, 3])
-        scores = tf.matmul(q, k, transpose_b=True) * tf.cast(self.key_dim**-0.5, q.dtype)
+        queries = tf.reshape(q, [batch, group * length, self.num_heads, -1])
+        queries = tf.transpose(queries, [0, 2, 1, 3])
+        scores = tf.matmul(queries, k, transpose_b=True) * tf.cast(self.key_dim**-0.5, q.dtype)
         scores = tf.cast(scores, tf.float32)  # --> [b, h, g * q, key]
         if mask is not None:
             # [b, q, key] --> [b, 1, g * q, key], row j * q + i of group j is query i.
@@ -218,9 +219,8 @@ class MultiHeadAttention(keras.layers.Layer):
             scores = tf.where(mask, scores, -1e9)
         weights = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
         context = tf.matmul(weights, v)  # --> [b, h, g * q, d_v]
-        context = tf.transpose(context, [0, 2, 1, 3])  # --> [b, g * q, h, d_v]
-        context = tf.reshape(context, [rows, length, self.num_heads, -1])
-        return self._project_output(context)
+        context = tf.transpose(context, [0, 2, 1, 3])  # --> [b, g * q, h, d_v], rows of q
+        return self._project_output(context, q)
 
     def get_config(self):
         config = super().get_config()
@@ -241,6 +241,21 @@ def _write_position(buffer: tf.Tensor, value: tf.Tensor, index) -> tf.Tensor:
     place where nothing else reads the old buffer (`empty_cache(..., fixed="in_place")`)."""
     zero = tf.zeros([], tf.int32)
     return keras.ops.slice_update(buffer, [zero, zero, tf.cast(index, tf.int32), zero], value)
+
+
+def _static_or_dynamic(x: tf.Tensor, axis: int):
+    """x's size along `axis`: a Python int where the trace knows it, else a scalar tensor."""
+    size = x.shape[axis]
+    return size if size is not None else tf.shape(x)[axis]
+
+
+def _unflatten(flat: tf.Tensor, like: tf.Tensor, trailing: list) -> tf.Tensor:
+    """flat [batch * length, ...] --> [batch, length, *trailing], batch and length those of
+    like's first two axes: a reshape by constants where the length is known when traced (a
+    decoding step's one position), so that the step holds no shape arithmetic for it."""
+    if like.shape[1]:  # known and not 0 (-1 cannot stand for the batch of an empty tensor)
+        return tf.reshape(flat, [-1, like.shape[1], *trailing])
+    return tf.reshape(flat, tf.concat([tf.shape(like)[:2], trailing], axis=0))
 
 
 def _heads_first(x: tf.Tensor) -> tf.Tensor:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 
 from t2t_lite.model.layers import int8_product
 
@@ -35,8 +36,12 @@ class FeedForward(keras.layers.Layer):
         return tuple(input_shape)
 
     def call(self, x, training=None):
-        hidden = self.dropout(int8_product.apply(self.hidden, x), training=training)
-        return int8_product.apply(self.output_dense, hidden)
+        # On the 2-D view [positions, d_model], where Keras' Dense is one matmul: on more axes
+        # it goes through `tf.tensordot`, the same matmul with a dozen ops of shape arithmetic
+        # around it, for every trace to build and every decoding step to run.
+        rows = tf.reshape(x, [-1, self.d_model])
+        hidden = self.dropout(int8_product.apply(self.hidden, rows), training=training)
+        return tf.reshape(int8_product.apply(self.output_dense, hidden), tf.shape(x))
 
     def get_config(self):
         config = super().get_config()

@@ -62,11 +62,17 @@ class Projection(keras.layers.EinsumDense):
             # Training keeps Keras' einsum: the matmul measured no faster there, and training
             # stays as it was, to the rounding.
             return super().call(inputs, training=training)
-        kernel = self.kernel
-        rank = self._contracted_rank
-        contracted = math.prod(kernel.shape[:rank])
-        rows = tf.reshape(inputs, [-1, contracted])
-        product = tf.matmul(rows, tf.reshape(kernel, [contracted, -1]))
-        lead = tf.shape(inputs)[: inputs.shape.rank - rank]
-        output = tf.reshape(product, tf.concat([lead, kernel.shape[rank:]], axis=0))
+        kernel, rank = self.kernel, self._contracted_rank
+        contracted, trailing = math.prod(kernel.shape[:rank]), kernel.shape[rank:]
+        lead_rank = inputs.shape.rank - rank
+        # The attention layers pass 2-D views (one lead axis): then the rows need no reshape
+        # where one axis is contracted, and the output a static one or none, so a traced step
+        # holds no shape arithmetic for them.
+        rows = inputs if lead_rank == 1 and rank == 1 else tf.reshape(inputs, [-1, contracted])
+        product = tf.matmul(rows, tf.reshape(kernel, [contracted, -1]))  # --> [rows, N]
+        if lead_rank == 1:
+            output = product if len(trailing) == 1 else tf.reshape(product, [-1, *trailing])
+        else:
+            lead = tf.shape(inputs)[:lead_rank]
+            output = tf.reshape(product, tf.concat([lead, trailing], axis=0))
         return output if self.activation is None else self.activation(output)
