@@ -30,7 +30,9 @@ def run_header(run) -> dict:
 
 
 def machine(load_before: tuple[float, ...]) -> dict[str, str]:
-    """The CPU by its model name, the CPUs, the load averages (before, now) and the commit."""
+    """The CPU by its model name and its matrix unit (AMX, AVX-512 BF16; "" for neither: the
+    CPU kind), the CPUs, the load averages (before, now) and the commit."""
+    described = describe_machine()
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
@@ -39,7 +41,8 @@ def machine(load_before: tuple[float, ...]) -> dict[str, str]:
     )
     load += " after"
     return {
-        "cpu": cpu_name(),
+        "cpu": described["cpu"],
+        "matrix_unit": described["matrix_unit"] or "",
         "cpus": str(os.cpu_count()),
         "load": load,
         "commit": commit or "?",

@@ -82,9 +82,7 @@ def main(argv) -> None:
         raise SystemExit(f"trace_bench.py: error: the searches found different ids: {digests}")
     median = {k: statistics.median(r["seconds"] for r in rows) for k, rows in found.items()}
     about = machine(load)
-    from t2t_lite.runtime.cpu import describe_machine
-
-    unit = describe_machine()["matrix_unit"] or "no AMX, no AVX-512 BF16"  # the CPU kind
+    unit = about["matrix_unit"] or "no AMX, no AVX-512 BF16"  # the CPU kind
     lines = [
         f"First beam-{FLAGS.beam_size} search of a random `transformer_tiny` in a fresh process; "
         f"{about['cpu']} ({unit}, {about['cpus']} CPUs), commit {about['commit']}, "

@@ -29,3 +29,14 @@ def test_a_row_keeps_its_numbers_and_loses_its_temporary_folder(tmp_path):
         "bleu": 33.85,
     }
     assert "folder" in row  # the worker's setting itself is left as it was
+
+
+def test_a_record_names_the_cpu_kind(monkeypatch):
+    """Every record's machine names the CPU and its matrix unit ("" for neither AMX nor AVX-512
+    BF16: an AVX2-only CPU), as the results name a CPU kind."""
+    for unit, recorded in (("amx", "amx"), (None, "")):
+        described = {"cpu": "Intel Xeon", "matrix_unit": unit, "cpus": 2}
+        monkeypatch.setattr(machine, "describe_machine", lambda d=described: d)
+        about = machine.machine((0.5, 0.25, 0.125))
+        assert (about["cpu"], about["matrix_unit"]) == ("Intel Xeon", recorded)
+        assert about["load"].startswith("0.50, 0.25, 0.12 before, ")
