@@ -205,7 +205,8 @@ class MultiHeadAttention(keras.layers.Layer):
         v [b, h, key, d_v] in the decoding layout, where rows = b * g: the g consecutive rows of
         each batch entry (the beams of one sentence) share its keys and values. mask: [b or 1,
         q, key] bool. No dropout: this path only decodes."""
-        rows, length = tf.shape(q)[0], _static_or_dynamic(q, 1)  # a decoding step: length 1
+        # Keras' shape: Python ints where the trace knows them (a decoding step's length 1).
+        rows, length = keras.ops.shape(q)[:2]
         batch = tf.shape(k)[0]
         group = rows // batch
         # [b * g, q, h, d] --> [b, h, g * q, d]: the only transposes are of the small queries.
@@ -241,12 +242,6 @@ def _write_position(buffer: tf.Tensor, value: tf.Tensor, index) -> tf.Tensor:
     place where nothing else reads the old buffer (`empty_cache(..., fixed="in_place")`)."""
     zero = tf.zeros([], tf.int32)
     return keras.ops.slice_update(buffer, [zero, zero, tf.cast(index, tf.int32), zero], value)
-
-
-def _static_or_dynamic(x: tf.Tensor, axis: int):
-    """x's size along `axis`: a Python int where the trace knows it, else a scalar tensor."""
-    size = x.shape[axis]
-    return size if size is not None else tf.shape(x)[axis]
 
 
 def _unflatten(flat: tf.Tensor, like: tf.Tensor, trailing: list) -> tf.Tensor:
