@@ -134,18 +134,21 @@ def estimate_by_flops(
     name: str, overrides: str, vocab_size: int, measured_hparams, rate: float, tokens: float
 ) -> model_choice.Measured:
     """Hparams set `name` (with `overrides`) at the rate its forward FLOPs per token allow,
-    from `rate` steps/s measured for `measured_hparams`; `tokens` target tokens a step, its
-    parameters counted. Not timed: `seconds` 0."""
+    from `rate` steps/s measured for `measured_hparams` with `tokens` target tokens a step, its
+    parameters counted. The tokens a second are what carries over: a set with smaller batches
+    takes more steps of fewer tokens each, in the ratio of the two `batch_size`s. Not timed:
+    `seconds` 0."""
     from t2t_lite.model.flops import forward_flops_per_token
     from t2t_lite.train.info import count_parameters
 
     hparams = get_hparams(name, overrides)
     flops = forward_flops_per_token(hparams, vocab_size, 32, 32)
     own = forward_flops_per_token(measured_hparams, vocab_size, 32, 32)
+    batches = measured_hparams.batch_size / hparams.batch_size
     return model_choice.Measured(
         name=name,
         parameters=count_parameters(hparams, vocab_size),
-        steps_per_second=rate * own / flops,
-        tokens_per_step=tokens,
+        steps_per_second=rate * own / flops * batches,
+        tokens_per_step=tokens / batches,
         seconds=0.0,
     )

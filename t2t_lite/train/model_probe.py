@@ -97,8 +97,8 @@ def best_rate(
 ) -> model_choice.Measured:
     """The fastest plausible rate of hparams set `name` on this machine, from a probed wider
     candidate: its steps/s times their ratio of forward FLOPs per token, times
-    model_choice.RATE_MARGIN (`forecast.estimate_by_flops`); its batches' target tokens the
-    wider's."""
+    model_choice.RATE_MARGIN (`forecast.estimate_by_flops`, which also scales steps and their
+    target tokens by the two sets' batch sizes)."""
     from t2t_lite.train.forecast import estimate_by_flops
 
     overrides = config.hparams_overrides

@@ -87,8 +87,9 @@ def test_a_run_below_the_bar_is_warned_with_the_minutes_that_reach_it(tmp_path, 
     # the given set's advice: the others' rates from this run's by FLOPs per token
     flops = {n: forward_flops_per_token(get_hparams(n), 4000, 32, 32) for n in LADDER}
     xs = forecast._estimate("transformer_budget_xs", 0.8)
-    assert xs.steps_per_second == pytest.approx(0.8 * flops[LADDER[2]] / flops[LADDER[0]])
-    assert xs.tokens_per_step == 1000.0
+    # xs takes 512-token batches where m takes 1,024: twice the steps of half the target tokens
+    assert xs.steps_per_second == pytest.approx(0.8 * flops[LADDER[2]] / flops[LADDER[0]] * 2)
+    assert xs.tokens_per_step == 500.0
     expected = model_choice.choose(
         LADDER, lambda n: forecast._estimate(n, 0.8), lambda n: 1200.0, 10**7
     )

@@ -298,12 +298,22 @@ def test_best_rate_scales_a_wider_rate_by_flops_and_the_margin(tmp_path, monkeyp
         name: forward_flops_per_token(get_hparams(name), 12, 32, 32)
         for name in ("transformer_budget_xs", "transformer_budget_s")
     }
-    expected = 0.01 * flops["transformer_budget_s"] / flops["transformer_budget_xs"] * 1.5
+    # xs's batches are half of s's tokens (512 against 1,024): twice the steps of half the tokens
+    batches = (
+        get_hparams("transformer_budget_s").batch_size
+        / get_hparams("transformer_budget_xs").batch_size
+    )
+    assert batches == 2.0
+    expected = 0.01 * flops["transformer_budget_s"] / flops["transformer_budget_xs"] * 1.5 * 2.0
     assert model_choice.RATE_MARGIN == 1.5
     assert xs.measured.steps_per_second == pytest.approx(expected)
-    assert 2.0 < expected / 0.01 < 6.0  # narrower by width: fewer FLOPs per token
+    assert 4.0 < expected / 0.01 < 12.0  # narrower by width: fewer FLOPs per token
     assert xs.measured.parameters == count_parameters(get_hparams("transformer_budget_xs"), 12)
-    assert xs.measured.tokens_per_step == 50.0 and xs.measured.seconds == 0.0
+    assert xs.measured.tokens_per_step == 25.0 and xs.measured.seconds == 0.0
+    # what the rule compares is the same as with equal batches: tokens a second
+    assert xs.measured.steps_per_second * xs.measured.tokens_per_step == pytest.approx(
+        0.01 * 50.0 * flops["transformer_budget_s"] / flops["transformer_budget_xs"] * 1.5
+    )
 
 
 def test_a_budget_run_without_a_set_trains_its_choice_and_a_rerun_keeps_it(tmp_path, monkeypatch):
