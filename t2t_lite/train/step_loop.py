@@ -191,20 +191,27 @@ class StepLoop:
         if getattr(self.problem, "metric", None) == "bleu":  # judged by what it is scored by
             if not self.chief:  # the chief decodes on its own devices
                 return
-            examples = self.config.bleu_examples or final_choice.BLEU_EXAMPLES
-            config = dataclasses.replace(self.config, bleu_examples=examples)
-            local = local_strategy(self.strategy)
             # dev_bleu, unless the run keeps its best by another decoded score (chrF, TER)
-            metric = config.best_metric if config.best_metric in DECODED_METRICS else "dev_bleu"
-            trainer = self.trainer
-            scores = DevScorer(trainer.model, trainer.hparams, self.problem, config, local)
+            metric = self.config.best_metric
+            metric = metric if metric in DECODED_METRICS else "dev_bleu"
+            # the evaluations' scorer where --bleu_examples made one: its search is traced
+            scores = self._scorer() or self._final_scorer()
             final_choice.choose_final(
-                self.trainer, config.output_dir, step, lambda: scores()[metric], metric
+                self.trainer, self.config.output_dir, step, lambda: scores()[metric], metric
             )
             return
         # Every worker takes part in the dev loss's collectives; the chief writes.
         final_choice.choose_final(
             self.trainer, self.config.output_dir, step, self._dev_loss, write=self.chief
+        )
+
+    def _final_scorer(self) -> DevScorer:
+        """The end-of-run choice's scorer of final_choice.BLEU_EXAMPLES dev examples, for a run
+        without --bleu_examples."""
+        config = dataclasses.replace(self.config, bleu_examples=final_choice.BLEU_EXAMPLES)
+        trainer = self.trainer
+        return DevScorer(
+            trainer.model, trainer.hparams, self.problem, config, local_strategy(self.strategy)
         )
 
     def _dev_loss(self) -> float:

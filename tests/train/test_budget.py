@@ -396,11 +396,24 @@ def test_linear_budget_without_minutes_decays_to_zero_at_train_steps(tmp_path, d
 
 
 @pytest.mark.parametrize("metric", ["dev_bleu", "dev_ter"])
-def test_a_problem_scored_by_bleu_keeps_the_model_with_the_best_decoded_score(tmp_path, metric):
+def test_a_problem_scored_by_bleu_keeps_the_model_with_the_best_decoded_score(
+    tmp_path, monkeypatch, metric
+):
     """The end of a budget keeps the best of its candidates by dev BLEU, or by the decoded
-    score the run keeps its best by (--best_metric=dev_ter: the lowest)."""
+    score the run keeps its best by (--best_metric=dev_ter: the lowest). With --bleu_examples
+    the run's evaluations and its end-of-run choice score through one traced search."""
     from t2t_lite import problems
-    from t2t_lite.train.evaluation import dev_scores
+    from t2t_lite.train import step_loop
+    from t2t_lite.train.evaluation import DevScorer, dev_scores
+
+    made = []
+
+    class Counted(DevScorer):
+        def __init__(self, *args, **kwargs):
+            made.append(args[3].bleu_examples)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(step_loop, "DevScorer", Counted)
 
     data_dir, out = str(tmp_path / "data"), str(tmp_path / "run")
     problem = problems.get_problem("algorithmic_reverse")
@@ -417,6 +430,8 @@ def test_a_problem_scored_by_bleu_keeps_the_model_with_the_best_decoded_score(tm
     training.train(problem, dataclasses.replace(cfg, data_dir=data_dir), hparams, "tiny")
     choice = final_choice.recorded_choice(out)
     assert choice["metric"] == metric and set(choice[metric]) == {"last", "ema", "average"}
+    # dev_ter: the final evaluation's scorer (40 examples) scored the candidates too
+    assert made == ([final_choice.BLEU_EXAMPLES] if metric == "dev_bleu" else [40])
     scores = choice[metric]
     best = max if metric == "dev_bleu" else min
     assert scores[choice["chosen"]] == best(scores.values()) and 0.0 <= best(scores.values())
