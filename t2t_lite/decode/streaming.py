@@ -111,7 +111,7 @@ def unstreamable(translator: Translator) -> str | None:
     settings = translator.settings
     if settings.sampling and settings.temperature != 0:
         return "sampling draws each token for the whole batch at once"
-    if not settings.sampling and (settings.beam_size != 1 or settings.alpha != 0):
+    if not settings.sampling and settings.beam_size != 1:
         return "a beam's best hypothesis can change until the search ends"
     if _postprocesses(translator.postprocess):
         return "the problem's postprocessing rewrites the whole output"
@@ -141,7 +141,7 @@ def token_steps(translator: Translator, line: str, name: str = "line 1") -> Iter
     reason = unstreamable(translator)
     if reason is not None:
         raise ValueError(
-            f"token_steps: {reason}; it needs greedy search (beam_size 1 and alpha 0, or "
+            f"token_steps: {reason}; it needs greedy search (beam_size 1 at any alpha, or "
             "sampling at temperature 0) without postprocessing, a decoding constraint or a "
             "shortlist (Translator.translate_stream gives other searches' translations whole)"
         )

@@ -273,7 +273,7 @@ class Translator:
 
     def translate_stream(self, line: str) -> Iterator[str]:
         """`line`'s translation in pieces as they are found, joining to `translate([line])[0]`:
-        a piece per token under greedy settings (beam_size 1 and alpha 0, or sampling at
+        a piece per token under greedy settings (beam_size 1 at any alpha, or sampling at
         temperature 0), else the whole translation when the search ends (a beam's best
         hypothesis can change until then). See `t2t_lite.decode.streaming`."""
         return translate_stream(self, line)

@@ -250,6 +250,8 @@ def _beam_step(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> _Beams:
     stops = tf.equal(candidates.token, setup.eos_id) | at_max  # --> [batch, 2k]
     # Finished: ranked in the top k, live (not -inf), and ending with EOS or at max length.
     ends = stops & setup.top_ranks & (candidates.lp > NEG_INF)
+    if _greedy(setup):  # a done sentence stepped along with the others finishes nothing more
+        ends &= tf.equal(beams.fin_scores[:, :1], NEG_INF)
     fin_seq, fin_scores, fin_lp = _add_finished(setup, beams, candidates, ends)
     # Live: the best k candidates that did not end; none once a sentence is at max length.
     _, alive = tf.math.top_k(tf.where(stops, NEG_INF, candidates.priority), setup.k)
@@ -265,8 +267,17 @@ def _beam_step(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> _Beams:
     return _Beams(beams.i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents)
 
 
+def _greedy(setup: _BeamSetup) -> bool:
+    """Whether the search is greedy search: one beam, no banks. As in tensor2tensor, fairseq
+    and CTranslate2, a sentence then ends with its first finished hypothesis (the argmax
+    path's EOS) whatever alpha, which a search that went on could beat at alpha > 0."""
+    return setup.k == 1 and setup.banks is None
+
+
 def _sentences_done(setup: _BeamSetup, beams: _Beams) -> tf.Tensor:
     """[batch] bool: whether each sentence's `nbest` finished hypotheses are final."""
+    if _greedy(setup):
+        return (beams.i >= setup.max_lengths) | (beams.fin_scores[:, 0] > NEG_INF)
     # A live log-prob L <= 0 only falls, and lp is monotone in the length, so the best final
     # score of a live hypothesis is L / lp at the shortest or the longest reachable length.
     best = tf.reduce_max(beams.alive_lp, axis=1)  # --> [batch] (the first, without banks)
@@ -303,9 +314,11 @@ def beam_search(
     the best `beam_size` that end (EOS, or the sentence's maximum length) join the finished list,
     scored log-prob / lp(length); the best `beam_size` that do not end stay live, so the live beam
     stays full. (tensor2tensor also finishes EOS candidates ranked below `beam_size`; keeping to
-    the top `beam_size`, as fairseq does, makes `beam_size=1` exactly greedy search when
-    alpha = 0.) A sentence stops when its `nbest`-th finished score is at least the best score any
-    live hypothesis could still reach, or at its maximum length; the loop stops when all have.
+    the top `beam_size`, as fairseq does, makes `beam_size=1` exactly greedy search.) A sentence
+    stops when its `nbest`-th finished score is at least the best score any live hypothesis
+    could still reach, or at its maximum length; the loop stops when all have. With one beam
+    (and no banks) a sentence stops at its first finished hypothesis: greedy search, which
+    the length penalty cannot change (tensor2tensor's, fairseq's and CTranslate2's beam size 1).
 
     Args:
       step_fn: (ids [batch * beam_size], index, cache) -> ([batch * beam_size, vocab], cache);

@@ -61,18 +61,31 @@ def test_wide_beam_equals_exhaustive_enumeration_on_tiny_model(alpha):
         )
 
 
-def test_beam_one_equals_greedy_with_alpha_zero():
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 3.0])
+def test_beam_one_is_greedy_search_at_any_alpha(alpha):
+    """One beam stops a sentence at its first EOS, as greedy search does, whatever the length
+    penalty: at alpha 3.0 a search that went on after it would find longer hypotheses of a
+    better score for some of these sentences (it did before one beam stopped there)."""
     model = tiny_model(vocab_size=11, seed=5)
     inputs = random_inputs(16, 6, 11, seed=0)
     step_fn, cache = eos_after_input(*transformer_step.model_step_fn(model, inputs, 9), inputs)
-    beam = search.beam_search(step_fn, cache, 16, 1, 0.0, 9)
+    beam = search.beam_search(step_fn, cache, 16, 1, alpha, 9)
     greedy = sampling.greedy_search(step_fn, cache, 16, 9)
     ids = beam.ids.numpy()
     # Both ends are exercised: some outputs stop at EOS, some run to the maximum length.
     assert 0 < (ids == 1).any(axis=-1).sum() < 16
     np.testing.assert_array_equal(ids, greedy.ids.numpy())
-    np.testing.assert_allclose(beam.scores.numpy(), greedy.scores.numpy(), atol=1e-5)
+    np.testing.assert_allclose(beam.log_probs.numpy(), greedy.scores.numpy(), atol=1e-5)
+    lengths = (ids[:, 0] > 0).sum(-1)
+    expected = greedy.scores.numpy()[:, 0] / lp(lengths, alpha)
+    np.testing.assert_allclose(beam.scores.numpy()[:, 0], expected, rtol=1e-5)
     check_one_eos(ids)
+    # t2t-decode's search (compacting, the model's own EOS) is greedy search too.
+    decoded = transformer_step.translate_ids(model, inputs, beam_size=1, alpha=alpha).ids
+    limits = transformer_step.output_lengths(model, inputs, 50)
+    step_fn, cache = transformer_step.model_step_fn(model, inputs, int(tf.reduce_max(limits)))
+    plain = sampling.greedy_search(step_fn, cache, 16, limits).ids
+    np.testing.assert_array_equal(decoded.numpy(), plain.numpy())
 
 
 def test_block_size_balances_the_two_stages():

@@ -100,6 +100,16 @@ def test_word_starting_pieces_bring_their_space(greedy):
     assert not any(" " in a.lstrip(" ") or a.startswith("  ") for a in added)
 
 
+def test_one_beam_streams_at_any_alpha(output_dir, greedy):
+    """Beam size 1 is greedy search whatever the length penalty: the same tokens stream."""
+    penalized = Translator.from_run(output_dir, beam_size=1, alpha=1.0)
+    assert unstreamable(penalized) is None
+    for line in LINES:
+        steps = list(token_steps(penalized, line))
+        assert [s.token_id for s in steps] == greedy_search_ids(greedy, line)
+        assert "".join(s.text for s in steps) == penalized.translate([line])[0]
+
+
 def test_beam_search_streams_by_sentence(output_dir, greedy):
     beam = Translator.from_run(output_dir, beam_size=3, alpha=0.6)
     assert unstreamable(beam) == "a beam's best hypothesis can change until the search ends"

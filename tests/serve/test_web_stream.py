@@ -39,22 +39,24 @@ def best(client, sentence: str, **search) -> dict:
     return answer.json()["results"][0]
 
 
+@pytest.mark.parametrize("alpha", [0.0, 1.0])  # one beam is greedy search at any alpha
 @pytest.mark.parametrize("sentence", [*serve_helpers.sentences(3, seed=8), " ".join(["a"] * 30)])
-def test_greedy_settings_stream_a_token_at_a_time(client, sentence):
-    answer = client.post("/api/translate_stream", json={"sentence": f" {sentence} ", **GREEDY})
+def test_greedy_settings_stream_a_token_at_a_time(client, sentence, alpha):
+    greedy = {**GREEDY, "alpha": alpha}
+    answer = client.post("/api/translate_stream", json={"sentence": f" {sentence} ", **greedy})
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/event-stream")
     events = server_events(answer.text)
     names = [name for name, _ in events]
     assert names[0] == "start" and names[-1] == "done" and set(names[1:-1]) <= {"text"}
-    expected = best(client, sentence, **GREEDY)
+    expected = best(client, sentence, **greedy)
     start, done = events[0][1], events[-1][1]
     assert start == {"source": sentence, "truncated": expected["truncated"], "by_token": True}
     texts = [data["text"] for name, data in events if name == "text"]
     assert "".join(texts) == done["translation"] == expected["hypotheses"][0]["text"]
     assert len(texts) > 1 and all(texts)
     assert done["score"] == pytest.approx(expected["hypotheses"][0]["score"], abs=1e-4)
-    assert done["settings"]["beam_size"] == 1 and done["settings"]["alpha"] == 0.0
+    assert done["settings"]["beam_size"] == 1 and done["settings"]["alpha"] == alpha
 
 
 def test_beam_search_streams_the_whole_translation(client):

@@ -48,13 +48,14 @@ def sentence_events(translator, sentence: str, settings: SearchSettings) -> Iter
     by_token = unstreamable(translator) is None
     yield {"event": "start", "source": source, "truncated": truncated, "by_token": by_token}
     if by_token:
-        texts, score = [], 0.0  # with alpha 0 the score is the log-probability
+        texts, log_prob = [], 0.0
         for step in token_steps(translator, sentence, "sentence"):
             texts.append(step.text)
-            score += step.log_prob
+            log_prob += step.log_prob
             if step.text:
                 yield {"event": "text", "text": step.text}
         text = "".join(texts)
+        score = stream_score(log_prob, len(texts), settings)
     else:
         found = translator.hypotheses([sentence], ["sentence"], log_progress=False)[0]
         text, score = (found[0].text, found[0].score) if found else ("", 0.0)
@@ -63,14 +64,24 @@ def sentence_events(translator, sentence: str, settings: SearchSettings) -> Iter
     yield {"event": "done", "translation": text, "score": score, "settings": settings.to_dict()}
 
 
+def stream_score(log_prob: float, length: int, settings: SearchSettings) -> float:
+    """The score the search gives a streamed output of `length` tokens (EOS included): its
+    log-probability over greedy search's length penalty, the log-probability when sampling."""
+    from t2t_lite.search.beam import length_penalty  # TensorFlow, loaded by the steps already
+
+    if settings.sampling:
+        return log_prob
+    return log_prob / float(length_penalty(length, settings.alpha))
+
+
 def add_stream_route(app: FastAPI, backend, limits: api.Limits, gate) -> None:
     """POST /api/translate_stream on `app`, through `gate` (`gate.Gate`)."""
 
     @app.post(ROUTE, responses={**api.ERRORS, 200: {"content": {"text/event-stream": {}}}})
     async def translate_stream(request: StreamRequest):
         """One sentence's translation as server-sent events: a `text` event per token under
-        greedy settings (beam_size 1, alpha 0), the whole translation in one under beam
-        search; `done` with the translation and its score."""
+        greedy settings (beam_size 1, or sampling at temperature 0), the whole translation in
+        one under beam search; `done` with the translation and its score."""
         chosen = adapters.chosen(backend, request.adapter)  # a LoRA adapter, by name
         if not chosen.capabilities.streams:
             raise api.ApiError(

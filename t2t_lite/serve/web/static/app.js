@@ -129,14 +129,13 @@ function currentGuides(count) {
   return guides;
 }
 
-// One sentence searched greedily (beam size 1, alpha 0) on a run streams token by token; other
+// One sentence searched greedily (beam size 1, any alpha) on a run streams token by token; other
 // searches come whole from /api/translate (a beam's best can change until the search ends).
 function streams(sentences, settings, guides) {
   const caps = state.info.capabilities;
   const beam = settings.beam_size ?? caps.defaults.beam_size;
-  const alpha = settings.alpha ?? caps.defaults.alpha;
   return Boolean(caps.streams) && sentences.length === 1 && !guides.details
-    && settings.sampling === undefined && beam === 1 && alpha === 0 && (settings.nbest ?? 1) === 1;
+    && settings.sampling === undefined && beam === 1 && (settings.nbest ?? 1) === 1;
 }
 
 // POST /api/translate_stream: the translation grows in its card as tokens arrive; resolves
