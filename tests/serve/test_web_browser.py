@@ -175,10 +175,11 @@ def test_a_document_side_by_side_as_it_streams(chromium, text_server, tmp_path):
     assert shown["status"] == "done: 3 sentences"
 
 
-def test_one_greedy_sentence_streams_its_tokens(chromium, text_server):
-    """Beam size 1 and alpha 0 for one sentence: the page asks /api/translate_stream (not
-    /api/translate), fills the translation in from its events, and ends with what
-    Translator.translate gives and the attention view of it."""
+@pytest.mark.parametrize("alpha", ["0", "1.2"])  # one beam is greedy search at any alpha
+def test_one_greedy_sentence_streams_its_tokens(chromium, text_server, alpha):
+    """Beam size 1 for one sentence: the page asks /api/translate_stream (not /api/translate),
+    fills the translation in from its events, and ends with what Translator.translate gives
+    and the attention view of it."""
     output_dir, url = text_server
     with screenshot_serve.browser_page(chromium) as page:
         asked = []
@@ -187,11 +188,12 @@ def test_one_greedy_sentence_streams_its_tokens(chromium, text_server):
         page.wait_for_selector("#translate:enabled")
         page.fill("#sentences", SENTENCE)
         page.fill("#beam_size", "1")
-        page.fill("#alpha", "0")
+        page.fill("#alpha", alpha)
         page.fill("#nbest", "1")
         page.click("#translate")
         page.wait_for_selector("#target-tokens .target-token")
         shown = page.locator(".result .best .hyp-text").first.inner_text()
-    expected = Translator.from_run(output_dir, beam_size=1, alpha=0.0).translate([SENTENCE])[0]
+    greedy = Translator.from_run(output_dir, beam_size=1, alpha=float(alpha))
+    expected = greedy.translate([SENTENCE])[0]
     assert shown == expected
     assert "api/translate_stream" in asked and "api/translate" not in asked
