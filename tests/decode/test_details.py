@@ -62,9 +62,15 @@ def _trained(reverse: bool, steps: int):
     """A 1+1-layer model trained to copy (or reverse) 3-8 words of algorithmic_copy's ids."""
     model = tiny_model(13, seed=1, overrides=",d_model=32,d_ff=64")
     optimizer = keras.optimizers.Adam(3e-3)
+    optimizer.build(model.trainable_variables)  # its slots before the loop that updates them
     rng = np.random.default_rng(0)
+    x, y = np.zeros((2, steps, 64, 9), np.int32)  # every step's batch, drawn up front
+    for s in range(steps):
+        for r, k in enumerate(rng.integers(3, 9, size=64)):
+            words = rng.integers(3, 13, size=k)
+            x[s, r, :k], y[s, r, :k] = words, words[::-1] if reverse else words
+            x[s, r, k] = y[s, r, k] = 1
 
-    @tf.function
     def step(x, y):
         with tf.GradientTape() as tape:
             logits = model({"inputs": x, "targets": y}, training=True)
@@ -74,13 +80,12 @@ def _trained(reverse: bool, steps: int):
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
 
-    for _ in range(steps):
-        x, y = np.zeros((2, 64, 9), np.int32)
-        for r, k in enumerate(rng.integers(3, 9, size=64)):
-            words = rng.integers(3, 13, size=k)
-            x[r, :k], y[r, :k] = words, words[::-1] if reverse else words
-            x[r, k] = y[r, k] = 1
-        step(x, y)
+    @tf.function
+    def train(xs, ys):  # the steps in one traced loop: no Python between them
+        for s in tf.range(steps):
+            step(xs[s], ys[s])
+
+    train(tf.constant(x), tf.constant(y))
     return model
 
 
