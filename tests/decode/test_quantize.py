@@ -71,8 +71,10 @@ def train_reverse(steps: int = 500) -> Transformer:
     model = Transformer.from_hparams(hparams, 13)
     model.build()
     optimizer = keras.optimizers.Adam(keras.optimizers.schedules.PolynomialDecay(3e-3, steps, 1e-4))
+    optimizer.build(model.trainable_variables)  # its slots before the loop that updates them
+    rng = np.random.default_rng(0)
+    batches = [reverse_batch(rng, 128) for _ in range(steps)]  # every step's, drawn up front
 
-    @tf.function
     def step(sources, targets):
         with tf.GradientTape() as tape:
             logits = model({"inputs": sources, "targets": targets}, training=True)
@@ -82,9 +84,12 @@ def train_reverse(steps: int = 500) -> Transformer:
         variables = model.trainable_variables
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
 
-    rng = np.random.default_rng(0)
-    for _ in range(steps):
-        step(*reverse_batch(rng, 128))
+    @tf.function
+    def train(all_sources, all_targets):  # the steps in one traced loop: no Python between them
+        for s in tf.range(steps):
+            step(all_sources[s], all_targets[s])
+
+    train(*(tf.constant(np.stack(part)) for part in zip(*batches, strict=True)))
     return model
 
 
