@@ -10,7 +10,8 @@ CTranslate2's thread pools take that many), on the most of them once per --inter
 searched at once, each op on cores / inter_threads threads: `t2t-decode --inter_threads`,
 CTranslate2's `inter_threads` and `intra_threads`). A setting translates the whole test set once,
 with beam 4 (--beam_size; 1 is greedy search; the student at each of --student_beams, as a
-distilled student may search narrower, Kim and Rush 2016) and the run's alpha (the one its budget
+distilled student may search narrower, Kim and Rush 2016; --patience, both engines' stopping rule)
+and the run's alpha (the one its budget
 tuned on dev, else the problem's 0.6) in batches of 4,096 source tokens, for BLEU (sacreBLEU), then
 the first --timed_lines sentences `repeats` more times, timed; the median is reported. t2t_lite
 decodes with the `Translator` (what t2t-decode runs): "float32" is a float32 copy of a
@@ -44,6 +45,10 @@ flags.DEFINE_list("cores", ["2", "1"], "CPUs per setting; settings with 1 are th
 flags.DEFINE_integer("timed_lines", 300, "Sentences of each timed pass.")
 flags.DEFINE_integer("repeats", 3, "Timed passes.")
 flags.DEFINE_integer("beam_size", 4, "The search of every setting (1: greedy).")
+flags.DEFINE_float(
+    "patience", 0.0, "Beam search's patience in both engines (0: t2t_lite's exact bound, "
+    "CTranslate2's default of 1).", lower_bound=0.0,
+)  # fmt: skip
 flags.DEFINE_list("student_beams", [], "The student's beams, each a row set (none: --beam_size).")
 flags.DEFINE_list("inter_threads", ["1"], "Batches searched at once on 2 CPUs, each a row set.")
 flags.DEFINE_list("weights", ["float32", "bfloat16", "int8"], "t2t_lite's weights measured.")
@@ -70,6 +75,7 @@ def t2t_translate(setting: dict):
 
     shortlist = parse_shortlist(setting["shortlist"] or "")
     search = {"beam_size": setting["beam_size"], "shortlist": shortlist}  # the run's alpha
+    search["patience"] = setting.get("patience", 0.0)
     quantize = "int8" if setting["weights"] == "int8" else None
     run = Run.restore(setting["run"], search=search, quantize=quantize)
     model, policy = run.model, {"float32": "float32", "bfloat16": "mixed_bfloat16"}
@@ -105,7 +111,7 @@ def ct2_translate(setting: dict):
         tokens = [pieces.encode(line.strip(), out_type=str) for line in lines]
         results = translator.translate_batch(
             tokens, beam_size=setting["beam_size"], length_penalty=setting["alpha"],
-            max_batch_size=4096,
+            patience=setting.get("patience") or 1.0, max_batch_size=4096,
             batch_type="tokens",
             max_input_length=info["max_positions"], max_decoding_length=info["max_positions"],
             use_vmap=bool(setting["shortlist"]),
@@ -164,11 +170,11 @@ def settings(folder: str) -> list[dict]:
             for weights, short in [(w, s) for w in FLAGS.weights for s in (False, True)]:
                 found.append({"model": model, "engine": "t2t_lite", "run": run,
                               "weights": weights, "shortlist": FLAGS.shortlist if short else None,
-                              "beam_size": beam})  # fmt: skip
+                              "beam_size": beam, "patience": FLAGS.patience})  # fmt: skip
             for short in (None, FLAGS.shortlist):  # its vocabulary map (vmap.txt), used or not
                 found.append({"model": model, "engine": "ctranslate2", "weights": "int8",
                               "folder": exported, "shortlist": short, "alpha": alpha,
-                              "beam_size": beam})  # fmt: skip
+                              "beam_size": beam, "patience": FLAGS.patience})  # fmt: skip
     return found
 
 
@@ -231,6 +237,7 @@ def plot(rows: list[dict], path: str) -> None:
 def search_name() -> str:
     """The search of the settings, as the table and the plot name it."""
     name = f"beam {FLAGS.beam_size}" if FLAGS.beam_size > 1 else "greedy search"
+    name += f", patience {FLAGS.patience:g}" if FLAGS.patience and FLAGS.beam_size > 1 else ""
     if beams("student") != [FLAGS.beam_size]:
         name += f" (the student: beam {', '.join(map(str, beams('student')))})"
     return name
@@ -287,6 +294,7 @@ def main(argv) -> None:
             f"sentences; load {about['load']}\n\n{table(rows, base)}\n")  # fmt: skip
     print(text)
     kind = "student" if FLAGS.beam_size == 4 else f"student_beam{FLAGS.beam_size}"
+    kind += f"_patience{FLAGS.patience:g}" if FLAGS.patience else ""
     if beams("student") != [FLAGS.beam_size]:
         kind += "_student_beams" + "_".join(map(str, beams("student")))
     if FLAGS.inter_threads != ["1"]:

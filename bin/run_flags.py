@@ -7,7 +7,7 @@ into a `RunFlags` (`t2t_lite.run.run_flags`), whose `restore` is the one way to 
                    readable of output_dir/final, averaged/ and checkpoints/
     --data_dir     the folder with the vocabulary; default: the one the run trained on
     --usr_dir      the Python file or package that registers the run's own problem
-    the search flags (--beam_size, --alpha, --extra_length, --constrained, --sampling,
+    the search flags (--beam_size, --alpha, --patience, --extra_length, --constrained, --sampling,
     --shortlist) and --quantize, from `t2t_lite.bin.search_flags`
 """
 

@@ -14,11 +14,20 @@ from t2t_lite.hparams.search_settings import QUANTIZE_MODES
 
 
 def define_search_flags() -> None:
-    """Defines --beam_size, --alpha, --extra_length, --constrained (default: the problem's),
-    --sampling, --shortlist and the repetition and length controls."""
+    """Defines --beam_size, --alpha, --patience, --extra_length, --constrained (default: the
+    problem's), --sampling, --shortlist and the repetition and length controls."""
     flags.DEFINE_integer("beam_size", None, "Beam width (default: the problem's).", lower_bound=1)
     flags.DEFINE_float(
         "alpha", None, "Length-penalty exponent (default: the problem's).", lower_bound=0.0
+    )
+    flags.DEFINE_float(
+        "patience",
+        None,
+        "0: beam search stops a sentence when no live hypothesis can beat its best (the exact "
+        "bound, the default); P > 0: also once P * beam_size hypotheses have finished, as "
+        "fairseq and CTranslate2 (P = 1): faster, at times a worse translation "
+        "(docs/decoding.md).",
+        lower_bound=0.0,
     )
     flags.DEFINE_integer(
         "extra_length",

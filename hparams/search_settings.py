@@ -28,6 +28,10 @@ class SearchSettings:
 
     beam_size: live hypotheses per sentence (1 with alpha 0 is greedy search);
     alpha: the GNMT length-penalty exponent (0: plain log-probability);
+    patience: 0 stops a sentence's beam search when no live hypothesis can beat its n-best
+      list (the exact bound, tensor2tensor's); P > 0 also stops it once ceil(P * beam_size)
+      hypotheses have finished (the patience factor of Kasai et al. 2022, fairseq's and
+      CTranslate2's rule at P = 1): faster, and at times a worse hypothesis;
     extra_length: an output is at most its input length + extra_length tokens;
     nbest: hypotheses returned per input (t2t-decode's n-best lines, the export's nbest
       signature), at most beam_size;
@@ -52,6 +56,7 @@ class SearchSettings:
 
     beam_size: int = 4
     alpha: float = 0.6
+    patience: float = 0.0
     extra_length: int = 50
     nbest: int = 1
     constrained: bool = False
@@ -96,6 +101,10 @@ class SearchSettings:
             raise ValueError(f"--nbest={self.nbest} must be in [1, --beam_size={self.beam_size}]")
         if self.alpha < 0:
             raise ValueError(f"--alpha must be >= 0, got {self.alpha}")
+        if not (math.isfinite(self.patience) and self.patience >= 0):
+            raise ValueError(
+                f"--patience must be a number >= 0 (0: the exact bound), got {self.patience}"
+            )
         if self.extra_length < 0:
             raise ValueError(f"--extra_length must be >= 0, got {self.extra_length}")
         self._check_sampling()

@@ -82,6 +82,16 @@ def scripted_step_fn(table: np.ndarray):
     return step_fn, {"row": tf.range(batch)}, calls
 
 
+def rising_eos_table(batch: int, steps: int, vocab: int, seed: int) -> np.ndarray:
+    """A scripted table whose EOS logit rises with the step at a rate of its sentence's, so
+    that sentences finish at different steps."""
+    rng = np.random.default_rng(seed)
+    table = rng.normal(size=(batch, steps, vocab, vocab)).astype(np.float32)
+    rate = rng.uniform(0.2, 2.0, size=batch)
+    table[..., 1] += (rate[:, None] * np.arange(steps) - 3.0)[:, :, None]
+    return table
+
+
 def table_log_prob(table: np.ndarray, row: int, hyp: tuple[int, ...]) -> float:
     """log p(hyp) under a scripted table, with pad made impossible (not renormalized)."""
     total, prev = 0.0, 0

@@ -168,6 +168,7 @@ def translate_ids(
     shortlist: Shortlist | None = None,
     compact: bool = True,
     controls: Controls | None = None,
+    patience: float = 0.0,
 ) -> SearchResult:
     """Beam search with a `Transformer` on zero-padded source ids [batch, source] (each ending
     in EOS); each output is at most its input length + `extra_length` long. Sentences leave
@@ -220,6 +221,7 @@ def translate_ids(
         banks=banks,
         sentence_state=state,
         compact=compact,
+        patience=patience,
     )
     return _to_vocabulary(found, columns)
 
@@ -352,7 +354,7 @@ def search_function(
         if guided:
             return lambda inputs, prefix, terms: search(inputs, prefix=prefix)
         return search
-    beam = {k: getattr(settings, k) for k in ("beam_size", "alpha", "nbest")}
+    beam = {k: getattr(settings, k) for k in ("beam_size", "alpha", "nbest", "patience")}
     if alpha is not None:
         beam["alpha"] = alpha
     search = functools.partial(translate_ids, model, **beam, **shared)

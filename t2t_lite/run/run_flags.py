@@ -18,15 +18,16 @@ from t2t_lite.hparams.search_settings import CONTROL_FLAGS, parse_sampling, pars
 from t2t_lite.runtime.distribute import decode_strategy
 
 # The search settings that are flags of their own, by the `SearchSettings` field's name.
-SEARCH_FLAGS = ("beam_size", "alpha", "extra_length", "constrained", "nbest") + CONTROL_FLAGS
+SEARCH_FLAGS = ("beam_size", "alpha", "patience", "extra_length", "constrained", "nbest")
+SEARCH_FLAGS += CONTROL_FLAGS
 
 
 @dataclasses.dataclass(frozen=True)
 class RunFlags:
     """--output_dir, --checkpoint (several, comma-separated: an ensemble, weighted by
     --ensemble_weights), --data_dir (the vocabulary's folder; default the run's) and --usr_dir;
-    the search flags (--beam_size, --alpha, --extra_length, --constrained, --nbest, --sampling
-    "temperature:0.8,top_k:40", --shortlist "FREQUENT,PER_SOURCE", and the repetition and
+    the search flags (--beam_size, --alpha, --patience, --extra_length, --constrained, --nbest,
+    --sampling "temperature:0.8,top_k:40", --shortlist "FREQUENT,PER_SOURCE", and the repetition and
     length controls --no_repeat_ngram_size, --repetition_penalty, --min_length, --disable_unk);
     --quantize; t2t-decode's
     --problem (another than the run's is refused) and --strategy (replicas that decode)."""
@@ -37,6 +38,7 @@ class RunFlags:
     usr_dir: str | None = None
     beam_size: int | None = None
     alpha: float | None = None
+    patience: float | None = None
     extra_length: int | None = None
     constrained: bool | None = None
     nbest: int | None = None

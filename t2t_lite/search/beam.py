@@ -18,6 +18,7 @@ A hypothesis that reaches its sentence's maximum length without EOS ends there, 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -136,14 +137,20 @@ class _BeamSetup(NamedTuple):
     batch_offsets: tf.Tensor  # [batch, 1]: the first cache row of each sentence, r * k
     top_ranks: tf.Tensor  # [1, 2k] bool: which of the 2k candidates rank in the top k
     banks: Any  # None, or how candidates are widened and chosen (`terminology.TermBanks`)
+    enough: int  # finished hypotheses after which a sentence stops (0: the exact bound only)
 
     @classmethod
-    def make(cls, batch_size, k, alpha, max_length, eos_id, pad_id, nbest, banks) -> _BeamSetup:
+    def make(
+        cls, batch_size, k, alpha, max_length, eos_id, pad_id, nbest, banks, patience
+    ) -> _BeamSetup:
         """From `beam_search`'s arguments (k = beam_size)."""
         batch = tf.cast(batch_size, tf.int32)
         max_lengths, alpha = sentence_lengths(max_length, batch), tf.cast(alpha, tf.float32)
         offsets, top_ranks = tf.range(batch)[:, None] * k, tf.range(2 * k)[None, :] < k
-        return cls(k, nbest, eos_id, pad_id, batch, max_lengths, alpha, offsets, top_ranks, banks)
+        enough = max(nbest, math.ceil(patience * k)) if patience else 0
+        return cls(
+            k, nbest, eos_id, pad_id, batch, max_lengths, alpha, offsets, top_ranks, banks, enough
+        )
 
 
 class _Beams(NamedTuple):
@@ -157,6 +164,7 @@ class _Beams(NamedTuple):
     fin_lp: tf.Tensor  # [batch, k] their log-probs
     cache: Any  # the model's cache, rows [batch * k, ...] in the previous step's beam order
     parents: tf.Tensor  # [batch * k] the cache row of each live beam's parent
+    finished: tf.Tensor  # [batch] int32: how many hypotheses have finished (with a patience)
 
 
 class _Candidates(NamedTuple):
@@ -181,8 +189,9 @@ def _initial_beams(initial_cache: Any, batch: tf.Tensor, k: int, total: tf.Tenso
     seq = tf.zeros([batch, k, total + 1], tf.int32)
     alive_lp = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch, 1])  # [batch, k]
     empty = tf.fill([batch, k], NEG_INF)
+    rows_now, none = tf.range(batch * k), tf.zeros([batch], tf.int32)
     return _Beams(
-        tf.constant(0), seq, alive_lp, tf.zeros_like(seq), empty, empty, cache, tf.range(batch * k)
+        tf.constant(0), seq, alive_lp, tf.zeros_like(seq), empty, empty, cache, rows_now, none
     )
 
 
@@ -250,8 +259,15 @@ def _beam_step(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> _Beams:
     stops = tf.equal(candidates.token, setup.eos_id) | at_max  # --> [batch, 2k]
     # Finished: ranked in the top k, live (not -inf), and ending with EOS or at max length.
     ends = stops & setup.top_ranks & (candidates.lp > NEG_INF)
-    if _greedy(setup):  # a done sentence stepped along with the others finishes nothing more
+    # A done sentence stepped along with the others finishes nothing more where the stopping
+    # rule is not the exact bound (under which nothing could join its n-best list).
+    if _greedy(setup):
         ends &= tf.equal(beams.fin_scores[:, :1], NEG_INF)
+    elif setup.enough:
+        ends &= tf.logical_not(_sentences_done(setup, beams))[:, None]
+    finished = beams.finished
+    if setup.enough:
+        finished += tf.reduce_sum(tf.cast(ends, tf.int32), axis=1)
     fin_seq, fin_scores, fin_lp = _add_finished(setup, beams, candidates, ends)
     # Live: the best k candidates that did not end; none once a sentence is at max length.
     _, alive = tf.math.top_k(tf.where(stops, NEG_INF, candidates.priority), setup.k)
@@ -264,7 +280,7 @@ def _beam_step(step_fn: StepFn, setup: _BeamSetup, beams: _Beams) -> _Beams:
     # The cache rows of each new beam's parent: [batch, k] --> [batch * k].
     origin = tf.gather(candidates.origin, alive, batch_dims=1)
     parents = tf.reshape(origin + setup.batch_offsets, [-1])
-    return _Beams(beams.i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents)
+    return _Beams(beams.i + 1, seq, alive_lp, fin_seq, fin_scores, fin_lp, cache, parents, finished)
 
 
 def _greedy(setup: _BeamSetup) -> bool:
@@ -285,7 +301,10 @@ def _sentences_done(setup: _BeamSetup, beams: _Beams) -> tf.Tensor:
         best / length_penalty(beams.i + 1, setup.alpha),
         best / length_penalty(setup.max_lengths, setup.alpha),
     )
-    return (beams.i >= setup.max_lengths) | (beams.fin_scores[:, setup.nbest - 1] >= bound)
+    done = (beams.i >= setup.max_lengths) | (beams.fin_scores[:, setup.nbest - 1] >= bound)
+    if setup.enough:  # the patience rule (fairseq's and CTranslate2's): enough have finished
+        done |= beams.finished >= setup.enough
+    return done
 
 
 def _beams_searching(setup: _BeamSetup, beams: _Beams) -> tf.Tensor:
@@ -307,6 +326,7 @@ def beam_search(
     banks: Any = None,
     sentence_state: Any = None,
     compact: bool = False,
+    patience: float = 0.0,
 ) -> SearchResult:
     """Batched beam search with the GNMT length penalty; returns the `nbest` best hypotheses.
 
@@ -316,7 +336,9 @@ def beam_search(
     stays full. (tensor2tensor also finishes EOS candidates ranked below `beam_size`; keeping to
     the top `beam_size`, as fairseq does, makes `beam_size=1` exactly greedy search.) A sentence
     stops when its `nbest`-th finished score is at least the best score any live hypothesis
-    could still reach, or at its maximum length; the loop stops when all have. With one beam
+    could still reach (the exact bound, tensor2tensor's), or at its maximum length, or, with a
+    `patience` P > 0, once ceil(P * beam_size) hypotheses have finished (fairseq's and
+    CTranslate2's rule at P = 1; Kasai et al. 2022): the loop stops when all have. With one beam
     (and no banks) a sentence stops at its first finished hypothesis: greedy search, which
     the length penalty cannot change (tensor2tensor's, fairseq's and CTranslate2's beam size 1).
 
@@ -339,6 +361,9 @@ def beam_search(
         sentence (never tiled to the beams), handed to `step_fn` as its fourth argument.
       compact: drop each sentence from the batch once it is done (`t2t_lite.search.compaction`;
         the same hypotheses, fewer rows stepped); not with `buffer_length` or `banks`.
+      patience: 0 (the exact bound only), or P > 0: a sentence also stops once
+        max(nbest, ceil(P * beam_size)) hypotheses have finished. Sooner, and at times with
+        a worse best hypothesis; a large P is the exact search.
 
     Returns:
       SearchResult with ids [batch, nbest, max(max_length) or buffer_length] and scores
@@ -348,7 +373,11 @@ def beam_search(
         raise ValueError(f"nbest must be in [1, beam_size={beam_size}], got {nbest}")
     if compact and (buffer_length is not None or banks is not None):
         raise ValueError("a compacting beam search takes no buffer_length and no banks")
-    setup = _BeamSetup.make(batch_size, beam_size, alpha, max_length, eos_id, pad_id, nbest, banks)
+    if patience < 0:
+        raise ValueError(f"patience must be >= 0 (0: the exact bound only), got {patience}")
+    setup = _BeamSetup.make(
+        batch_size, beam_size, alpha, max_length, eos_id, pad_id, nbest, banks, patience
+    )
     total = loop_length(setup.max_lengths, buffer_length)
     beams = _initial_beams(initial_cache, setup.batch, beam_size, total)
     loop = _compacting_loop if compact else _loop

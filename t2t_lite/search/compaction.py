@@ -95,6 +95,7 @@ def compact(loop: Compacting, done: tf.Tensor, k: int) -> Compacting:
         fin_scores=take(b.fin_scores),
         fin_lp=take(b.fin_lp),
         parents=parents,
+        finished=take(b.finished),
     )
     state = tf.nest.map_structure(take, loop.state)
     return Compacting(beams, take(loop.rows), take(loop.max_lengths), state, *out)

@@ -250,6 +250,9 @@ def usage(info: dict[str, Any]) -> str:
     """The README.md written beside a converted model: how to translate with it."""
     settings = info["settings"]
     beam, alpha, extra = settings["beam_size"], settings["alpha"], settings["extra_length"]
+    patience = settings.get("patience", 0.0)
+    # CTranslate2 also stops once beam_size * patience hypotheses have finished (default 1).
+    patience = f"    patience={patience},  # t2t-export --patience\n" if patience else ""
     shortlisted = tuple(settings.get("shortlist", (0, 0))) != (0, 0)
     vmap = "    use_vmap=True,  # the shortlist of t2t-export --shortlist (vmap.txt)\n"
     vmap = vmap if shortlisted else ""
@@ -278,6 +281,7 @@ def usage(info: dict[str, Any]) -> str:
         "longest = max(len(p) for p in pieces) + 1  # EOS included\n"
         "results = translator.translate_batch(\n"
         f"    pieces, beam_size={beam}, length_penalty={alpha},\n"
+        f"{patience}"
         f"{vmap}"
         f"    max_input_length={info['max_positions']},\n"
         f"    max_decoding_length=min(longest + {extra}, {info['max_positions']}),\n"

@@ -21,7 +21,7 @@ from t2t_lite.run.run_info import RunInfo
 
 BIN = os.path.dirname(sys.executable)
 COMMANDS = ("t2t_decode", "t2t_export", "t2t_serve", "t2t_visualize")
-RUN_FLAGS = ("output_dir", "checkpoint", "data_dir", "usr_dir", "beam_size", "alpha",
+RUN_FLAGS = ("output_dir", "checkpoint", "data_dir", "usr_dir", "beam_size", "alpha", "patience",
              "extra_length", "constrained", "sampling", "quantize", "no_repeat_ngram_size",
              "repetition_penalty", "min_length", "disable_unk")  # fmt: skip
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}

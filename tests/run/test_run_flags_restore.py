@@ -11,11 +11,12 @@ from t2t_lite.run.run_flags import RunFlags
 def test_search_flags_become_search_settings_none_where_unset():
     flags = RunFlags(
         "runs/a", beam_size=3, sampling="temperature:0.8,top_k:40", shortlist="100,50",
-        min_length=2,
+        min_length=2, patience=1.5,
     )  # fmt: skip
     assert flags.search_overrides() == {
         "beam_size": 3,
         "alpha": None,
+        "patience": 1.5,
         "extra_length": None,
         "constrained": None,
         "nbest": None,

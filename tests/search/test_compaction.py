@@ -4,7 +4,7 @@ to the end (`compact=False`): the same hypotheses, with fewer rows stepped."""
 import numpy as np
 import pytest
 import tensorflow as tf
-from decoding_helpers import random_inputs, scripted_step_fn, tiny_model
+from decoding_helpers import random_inputs, rising_eos_table, scripted_step_fn, tiny_model
 from onednn import onednn_on
 
 from t2t_lite.decode import transformer_step
@@ -13,22 +13,12 @@ from t2t_lite.search import beam as search
 ONEDNN = onednn_on()
 
 
-def _scripted(batch, steps, vocab, seed):
-    """A scripted table whose EOS logit rises with the step at a rate of its sentence's, so
-    that sentences finish at different steps."""
-    rng = np.random.default_rng(seed)
-    table = rng.normal(size=(batch, steps, vocab, vocab)).astype(np.float32)
-    rate = rng.uniform(0.2, 2.0, size=batch)
-    table[..., 1] += (rate[:, None] * np.arange(steps) - 3.0)[:, :, None]
-    return table
-
-
 # Beam 1 is t2t-decode's greedy search, whose steps never gather the cache: the compaction
 # gathers it (`compaction.compact`), which the cache check below holds.
 @pytest.mark.parametrize("beam,nbest", [(4, 1), (4, 3), (1, 1)])
 def test_scripted_search_is_the_uncompacted_one(beam, nbest):
     batch, steps, vocab = 16, 12, 9
-    table = _scripted(batch, steps, vocab, seed=nbest)
+    table = rising_eos_table(batch, steps, vocab, seed=nbest)
     max_lengths = np.random.default_rng(0).integers(3, steps + 1, size=batch)
     step_fn, cache, _ = scripted_step_fn(table)
     full = search.beam_search(step_fn, cache, batch, beam, 0.6, max_lengths, nbest=nbest)
@@ -95,7 +85,7 @@ def test_a_compacting_search_without_sentence_state_is_the_uncompacted_one():
     # A step function of three arguments (no state of its own per sentence) compacts too: only
     # the search's state and the cache's rows follow the kept sentences.
     batch, steps, vocab = 12, 10, 7
-    table = _scripted(batch, steps, vocab, seed=7)
+    table = rising_eos_table(batch, steps, vocab, seed=7)
     max_lengths = np.random.default_rng(1).integers(2, steps + 1, size=batch)
     step_fn, cache, _ = scripted_step_fn(table)
     rows_seen = []
@@ -117,7 +107,7 @@ def test_a_compacting_search_without_sentence_state_is_the_uncompacted_one():
 
 @pytest.mark.parametrize("option", ["buffer_length", "banks"])
 def test_a_compacting_search_refuses_fixed_buffers_and_banks(option):
-    table = _scripted(2, 4, 5, seed=0)
+    table = rising_eos_table(2, 4, 5, seed=0)
     step_fn, cache, _ = scripted_step_fn(table)
     with pytest.raises(ValueError, match="compacting beam search takes no buffer_length"):
         search.beam_search(step_fn, cache, 2, 2, 0.6, 4, compact=True, **{option: 4})

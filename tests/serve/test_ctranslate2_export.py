@@ -153,9 +153,15 @@ def test_folder_holds_vocabulary_and_a_readme_that_runs(trained):
     assert readme.startswith(f"# CTranslate2 model of the run run\n\nCheckpoint ckpt-{STEPS} (")
     assert "/tmp" not in readme
     (code,) = re.findall(r"```python\n(.*?)```", readme, re.S)
-    code = code.replace('folder = "."', f"folder = {path!r}")
-    done = run_python("-c", code, timeout=120)
-    assert done.stdout.startswith("['") and len(eval(done.stdout)) == 1  # noqa: S307
+    assert "patience" not in code  # the exact bound's export: CTranslate2's default
+    # A model exported with --patience=1.5 asks CTranslate2 for it.
+    patient = ct2.usage({**info, "settings": {**info["settings"], "patience": 1.5}})
+    (patient_code,) = re.findall(r"```python\n(.*?)```", patient, re.S)
+    assert "    patience=1.5,  # t2t-export --patience\n" in patient_code
+    both = "\n".join(c.replace('folder = "."', f"folder = {path!r}") for c in (code, patient_code))
+    done = run_python("-c", both, timeout=120)
+    printed = done.stdout.splitlines()
+    assert len(printed) == 2 and all(len(eval(line)) == 1 for line in printed)  # noqa: S307
 
 
 def test_cli_converts_with_int8_and_refuses_unknown_quantization(trained, tmp_path):
