@@ -28,10 +28,6 @@ class SearchSettings:
 
     beam_size: live hypotheses per sentence (1 with alpha 0 is greedy search);
     alpha: the GNMT length-penalty exponent (0: plain log-probability);
-    patience: 0 stops a sentence's beam search when no live hypothesis can beat its n-best
-      list (the exact bound, tensor2tensor's); P > 0 also stops it once ceil(P * beam_size)
-      hypotheses have finished (the patience factor of Kasai et al. 2022, fairseq's and
-      CTranslate2's rule at P = 1): faster, and at times a worse hypothesis;
     extra_length: an output is at most its input length + extra_length tokens;
     nbest: hypotheses returned per input (t2t-decode's n-best lines, the export's nbest
       signature), at most beam_size;
@@ -52,11 +48,14 @@ class SearchSettings:
       controls (`t2t_lite.search.controls`): no N-gram twice in an output (0: off), the logits
       of tokens already in it divided by the penalty (1: off), EOS not before min_length
       tokens (0: off), the unknown piece never generated.
+    patience: 0 stops a sentence's beam search when no live hypothesis can beat its n-best
+      list (the exact bound, tensor2tensor's); P > 0 also stops it once ceil(P * beam_size)
+      hypotheses have finished (the patience factor of Kasai et al. 2022, fairseq's and
+      CTranslate2's rule at P = 1): faster, and at times a worse hypothesis.
     """
 
     beam_size: int = 4
     alpha: float = 0.6
-    patience: float = 0.0
     extra_length: int = 50
     nbest: int = 1
     constrained: bool = False
@@ -71,6 +70,7 @@ class SearchSettings:
     repetition_penalty: float = 1.0
     min_length: int = 0
     disable_unk: bool = False
+    patience: float = 0.0
 
     def __post_init__(self):  # a JSON list (an export's settings) read back stays hashable
         object.__setattr__(self, "shortlist", tuple(self.shortlist))
