@@ -8,8 +8,7 @@ import math
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
-from decoding_helpers import tiny_model, write_tiny_run
+from decoding_helpers import tiny_model, train_in_one_loop, write_tiny_run
 
 from t2t_lite.decode import confidence, details
 from t2t_lite.decode.translator import Translator
@@ -61,8 +60,6 @@ def test_word_alignment_takes_each_target_tokens_strongest_source_token():
 def _trained(reverse: bool, steps: int):
     """A 1+1-layer model trained to copy (or reverse) 3-8 words of algorithmic_copy's ids."""
     model = tiny_model(13, seed=1, overrides=",d_model=32,d_ff=64")
-    optimizer = keras.optimizers.Adam(3e-3)
-    optimizer.build(model.trainable_variables)  # its slots before the loop that updates them
     rng = np.random.default_rng(0)
     x, y = np.zeros((2, steps, 64, 9), np.int32)  # every step's batch, drawn up front
     for s in range(steps):
@@ -70,22 +67,7 @@ def _trained(reverse: bool, steps: int):
             words = rng.integers(3, 13, size=k)
             x[s, r, :k], y[s, r, :k] = words, words[::-1] if reverse else words
             x[s, r, k] = y[s, r, k] = 1
-
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            logits = model({"inputs": x, "targets": y}, training=True)
-            loss = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
-            mask = tf.cast(y > 0, tf.float32)
-            loss = tf.reduce_sum(loss * mask) / tf.reduce_sum(mask)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-
-    @tf.function
-    def train(xs, ys):  # the steps in one traced loop: no Python between them
-        for s in tf.range(steps):
-            step(xs[s], ys[s])
-
-    train(tf.constant(x), tf.constant(y))
+    train_in_one_loop(model, keras.optimizers.Adam(3e-3), x, y)
     return model
 
 

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from command_helpers import command
-from decoding_helpers import random_inputs, t2t_decode, tiny_model, write_tiny_run
+from decoding_helpers import (
+    random_inputs,
+    t2t_decode,
+    tiny_model,
+    train_in_one_loop,
+    write_tiny_run,
+)
 
 from t2t_lite.decode import transformer_step
 from t2t_lite.decode.translator import Translator
@@ -71,25 +77,9 @@ def train_reverse(steps: int = 500) -> Transformer:
     model = Transformer.from_hparams(hparams, 13)
     model.build()
     optimizer = keras.optimizers.Adam(keras.optimizers.schedules.PolynomialDecay(3e-3, steps, 1e-4))
-    optimizer.build(model.trainable_variables)  # its slots before the loop that updates them
     rng = np.random.default_rng(0)
     batches = [reverse_batch(rng, 128) for _ in range(steps)]  # every step's, drawn up front
-
-    def step(sources, targets):
-        with tf.GradientTape() as tape:
-            logits = model({"inputs": sources, "targets": targets}, training=True)
-            losses = keras.losses.sparse_categorical_crossentropy(targets, logits, True)
-            mask = tf.cast(targets > 0, tf.float32)
-            loss = tf.reduce_sum(losses * mask) / tf.reduce_sum(mask)
-        variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
-
-    @tf.function
-    def train(all_sources, all_targets):  # the steps in one traced loop: no Python between them
-        for s in tf.range(steps):
-            step(all_sources[s], all_targets[s])
-
-    train(*(tf.constant(np.stack(part)) for part in zip(*batches, strict=True)))
+    train_in_one_loop(model, optimizer, *(np.stack(part) for part in zip(*batches, strict=True)))
     return model
 
 
