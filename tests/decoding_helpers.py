@@ -45,27 +45,36 @@ def model_hparams(model: Transformer, base: str = "transformer_tiny"):
     return get_hparams(base).replace(**fields, precision=model.dtype_policy.name)
 
 
-def train_in_one_loop(model, optimizer, sources: np.ndarray, targets: np.ndarray) -> None:
+def masked_cross_entropy(logits: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
+    """The targets' mean cross-entropy, padding (id 0) left out."""
+    losses = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
+    mask = tf.cast(targets > 0, tf.float32)
+    return tf.reduce_sum(losses * mask) / tf.reduce_sum(mask)
+
+
+def train_in_one_loop(
+    model, optimizer, sources: np.ndarray, targets: np.ndarray, loss=masked_cross_entropy
+) -> np.ndarray:
     """Trains `model` one step per batch of sources, targets [steps, batch, length] (ids, 0 as
-    padding) by the targets' mean cross-entropy, with every step in one traced loop: no Python
-    between the steps, the batches drawn up front."""
+    padding) by `loss(logits, targets)`, with every step in one traced loop: no Python between
+    the steps, the batches drawn up front. Returns each step's loss [steps]."""
     optimizer.build(model.trainable_variables)  # its slots before the loop that updates them
 
     def step(x, y):
         with tf.GradientTape() as tape:
-            logits = model({"inputs": x, "targets": y}, training=True)
-            losses = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
-            mask = tf.cast(y > 0, tf.float32)
-            loss = tf.reduce_sum(losses * mask) / tf.reduce_sum(mask)
+            value = loss(model({"inputs": x, "targets": y}, training=True), y)
         variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+        optimizer.apply_gradients(zip(tape.gradient(value, variables), variables, strict=True))
+        return value
 
     @tf.function
     def train(xs, ys):
+        found = tf.TensorArray(tf.float32, size=tf.shape(xs)[0])
         for s in tf.range(tf.shape(xs)[0]):
-            step(xs[s], ys[s])
+            found = found.write(s, tf.cast(step(xs[s], ys[s]), tf.float32))
+        return found.stack()
 
-    train(tf.constant(sources, tf.int32), tf.constant(targets, tf.int32))
+    return train(tf.constant(sources, tf.int32), tf.constant(targets, tf.int32)).numpy()
 
 
 def np_log_softmax(x: np.ndarray) -> np.ndarray:

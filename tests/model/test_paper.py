@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from command_helpers import run_python
+from decoding_helpers import train_in_one_loop
 
 from t2t_lite.hparams import HPARAMS_SETS, TABLE3_SETS, get_hparams
 from t2t_lite.model.flops import forward_flops_per_token
@@ -199,29 +200,17 @@ def test_tiny_model_overfits_one_batch():
     )
     model = Transformer.from_hparams(hparams, vocab_size=30)
     model.build()
-    optimizer = create_optimizer(hparams)
-    optimizer.build(model.trainable_variables)  # its slots before the loop that updates them
     rng = np.random.default_rng(0)
     inputs = np.concatenate([rng.integers(2, 30, (8, 9)), np.ones((8, 1))], 1).astype(np.int32)
     targets = np.concatenate([rng.integers(2, 30, (8, 7)), np.ones((8, 1))], 1).astype(np.int32)
 
-    def train_step():
-        with tf.GradientTape() as tape:
-            logits = model({"inputs": inputs, "targets": targets}, training=True)
-            loss, nll, count = label_smoothed_cross_entropy(logits, targets, 0.0)
-            loss = loss / count
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return nll / count
+    def loss(logits, targets):  # the training loss, no smoothing: the targets' mean NLL
+        total, _, count = label_smoothed_cross_entropy(logits, targets, 0.0)
+        return total / count
 
-    @tf.function
-    def train():  # the 300 steps in one traced loop, each step's loss kept
-        found = tf.TensorArray(tf.float32, size=300)
-        for s in tf.range(300):
-            found = found.write(s, train_step())
-        return found.stack()
-
-    losses = train().numpy().tolist()
+    # The one batch 300 times, the steps in one traced loop.
+    sources, targets = (np.repeat(batch[None], 300, axis=0) for batch in (inputs, targets))
+    losses = train_in_one_loop(model, create_optimizer(hparams), sources, targets, loss).tolist()
     assert losses[0] > 2.5  # about log(30) at the start
     assert min(losses) < 0.1, losses[-10:]
 
