@@ -74,8 +74,8 @@ def t2t_translate(setting: dict):
     from t2t_lite.run.run import Run
 
     shortlist = parse_shortlist(setting["shortlist"] or "")
-    search = {"beam_size": setting["beam_size"], "shortlist": shortlist}  # the run's alpha
-    search["patience"] = setting.get("patience", 0.0)
+    search = {"beam_size": setting["beam_size"], "shortlist": shortlist,
+              "patience": setting.get("patience", 0.0)}  # the run's alpha  # fmt: skip
     quantize = "int8" if setting["weights"] == "int8" else None
     run = Run.restore(setting["run"], search=search, quantize=quantize)
     model, policy = run.model, {"float32": "float32", "bfloat16": "mixed_bfloat16"}

@@ -189,9 +189,9 @@ def _initial_beams(initial_cache: Any, batch: tf.Tensor, k: int, total: tf.Tenso
     seq = tf.zeros([batch, k, total + 1], tf.int32)
     alive_lp = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch, 1])  # [batch, k]
     empty = tf.fill([batch, k], NEG_INF)
-    rows_now, none = tf.range(batch * k), tf.zeros([batch], tf.int32)
+    parents, no_finished = tf.range(batch * k), tf.zeros([batch], tf.int32)
     return _Beams(
-        tf.constant(0), seq, alive_lp, tf.zeros_like(seq), empty, empty, cache, rows_now, none
+        tf.constant(0), seq, alive_lp, tf.zeros_like(seq), empty, empty, cache, parents, no_finished
     )
 
 

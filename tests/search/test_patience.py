@@ -6,8 +6,17 @@ import math
 import numpy as np
 import pytest
 import tensorflow as tf
-from decoding_helpers import lp, np_log_softmax, padded, rising_eos_table, scripted_step_fn
+from decoding_helpers import (
+    lp,
+    np_log_softmax,
+    padded,
+    random_inputs,
+    rising_eos_table,
+    scripted_step_fn,
+    tiny_model,
+)
 
+from t2t_lite.decode import transformer_step
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.search import beam as search
 
@@ -117,10 +126,6 @@ def test_a_patience_out_of_range_is_refused(patience):
 
 @pytest.mark.parametrize("patience", [0.0, 1.5])
 def test_the_settings_patience_reaches_the_models_search(monkeypatch, patience):
-    from decoding_helpers import random_inputs, tiny_model
-
-    from t2t_lite.decode import transformer_step
-
     model, inputs = tiny_model(20, seed=3), random_inputs(3, 5, 20, seed=4)
     expected = transformer_step.translate_ids(
         model, inputs, beam_size=3, alpha=1.2, extra_length=5, patience=patience
