@@ -127,26 +127,33 @@ def _decode_table(runs) -> list[str]:
     return lines + _best_against_int8(runs)
 
 
+def best_against_int8(runs, task: str) -> tuple[str, float] | None:
+    """t2t_lite's fastest variant of `task` ("beam", "greedy"; its precision, " jit_compile"
+    under XLA) and its rate over CTranslate2 int8's; None where either is missing."""
+    theirs = _find(runs, "ctranslate2", task, "int8")
+    ours = [
+        m
+        for m in runs
+        if m.part == "decode"
+        and m.peer == "t2t_lite"
+        and m.task in (task, f"{task}_xla")
+        and m.median() is not None
+    ]
+    if theirs is None or theirs.median() is None or not ours:
+        return None
+    best = max(ours, key=lambda m: m.median())
+    xla = " jit_compile" if best.task.endswith("_xla") else ""
+    return f"{best.dtype}{xla}", best.median() / theirs.median()
+
+
 def _best_against_int8(runs) -> list[str]:
-    """The decoding target's row: t2t_lite's fastest variant of each search over CTranslate2
-    int8's rate, or nothing where either is missing."""
-    row = ["**best t2t_lite / CTranslate2 int8**"]
-    for task in ("beam", "greedy"):
-        theirs = _find(runs, "ctranslate2", task, "int8")
-        ours = [
-            m
-            for m in runs
-            if m.part == "decode"
-            and m.peer == "t2t_lite"
-            and m.task in (task, f"{task}_xla")
-            and m.median() is not None
-        ]
-        if theirs is None or theirs.median() is None or not ours:
-            return []
-        best = max(ours, key=lambda m: m.median())
-        xla = " jit_compile" if best.task.endswith("_xla") else ""
-        row += [f"{best.dtype}{xla}", f"**{best.median() / theirs.median():.2f}x**"]
-    return ["| " + " | ".join(row) + " |"]
+    """The decoding target's row: best_against_int8 of each search, or nothing where either
+    search lacks it."""
+    best = [best_against_int8(runs, task) for task in ("beam", "greedy")]
+    if None in best:
+        return []
+    cells = [cell for variant, ratio in best for cell in (variant, f"**{ratio:.2f}x**")]
+    return ["| " + " | ".join(["**best t2t_lite / CTranslate2 int8**", *cells]) + " |"]
 
 
 def _pipeline_table(runs) -> list[str]:

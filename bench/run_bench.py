@@ -29,6 +29,7 @@ from absl import app, flags
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
 import curves  # noqa: E402
+import kinds  # noqa: E402
 import report  # noqa: E402
 import t2t_lite_peer  # noqa: E402
 from machine import ROOT  # noqa: E402
@@ -164,6 +165,15 @@ def commit() -> str:
     return head + ("+" if dirty else "")
 
 
+def merged_commits(paths: list[str]) -> str:
+    """The commits that merged records measured (a report of earlier runs names theirs)."""
+    found = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            found.append(kinds.record_commit(path, json.load(f)))
+    return ", ".join(dict.fromkeys(found)) or "unknown"
+
+
 def main(argv: list[str]) -> None:
     del argv
     runs = selected() if FLAGS.reps else []
@@ -181,6 +191,7 @@ def main(argv: list[str]) -> None:
     machines = [here] if FLAGS.reps else []
     if FLAGS.save_json:
         saved = {"runs": [m.__dict__ for m in runs], "load": load, "machine": here}
+        saved.update(commit=commit(), date=time.strftime("%Y-%m-%d"))
         atomic_io.write_text(FLAGS.save_json, json.dumps(saved, indent=1))
     for path in FLAGS.from_json:
         merge(runs, path, load, machines)
@@ -196,8 +207,9 @@ def main(argv: list[str]) -> None:
         f"after {FLAGS.warmup} untimed; Python {platform.python_version()}"
         if not FLAGS.from_json
         else f"Merged runs ({', '.join(FLAGS.from_json)}), their settings in their reports",
-        sections=curves.section(runs, plot, t2t_lite_peer.benchmark_hparams()),
-        commit=commit(),
+        sections=curves.section(runs, plot, t2t_lite_peer.benchmark_hparams())
+        + kinds.section(os.path.join(ROOT, "bench", "results")),
+        commit=commit() if FLAGS.reps else merged_commits(FLAGS.from_json),
         command=" ".join(["bench/run_bench.py", *sys.argv[1:]]),
     )
     print(text)

@@ -1,0 +1,116 @@
+"""The decoding target on each CPU kind: for every kind of CPU that bench/run_bench.py's decode
+part has a record of in bench/results/, the latest record's fastest t2t_lite search against
+CTranslate2 int8. bench/RESULTS.md holds one run on one machine; this table keeps the other kinds'
+last figures beside it."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+
+import report
+from measurement import Measurement
+
+# The flags that set a CPU kind's decoding speed (docs/decoding.md), best first, and how a
+# table names a CPU that has it.
+KINDS = (
+    ("amx_bf16", "with AMX"),
+    ("avx512_bf16", "with AVX-512 BF16, no AMX"),
+    ("avx512f", "with AVX-512, no BF16"),
+    ("avx2", "with AVX2 only"),
+)
+
+
+def cpu_kind(machine: str) -> str | None:
+    """ "AMD EPYC with AVX-512 BF16, no AMX" from a report's machine line ("AMD EPYC (avx2,
+    avx512f, avx512_bf16), 24 GiB, ..."); None where the line names none of the flags (a GPU's,
+    or a CPU without AVX2)."""
+    plain = re.sub(r"\((?:R|TM)\)| Processor", "", machine or "")
+    found = re.match(r"([^(]+?) \(([a-z0-9_, ]+)\)", plain)
+    if not found or found.group(2).startswith("none of"):
+        return None
+    model = found.group(1).strip()
+    flags = {flag.strip() for flag in found.group(2).split(",")}
+    return next((f"{model} {name}" for flag, name in KINDS if flag in flags), None)
+
+
+def record_commit(path: str, saved: dict) -> str:
+    """The commit a record measured: its own field, else the "Commit:" line of the report
+    beside it (records written before the field), else "?"."""
+    if saved.get("commit"):
+        return saved["commit"]
+    try:
+        with open(path[: -len(".json")] + ".md", encoding="utf-8") as f:
+            found = re.search(r"^Commit: (\S+?)\.", f.read(), re.M)
+    except OSError:
+        return "?"
+    return found.group(1) if found else "?"
+
+
+def read_record(path: str) -> tuple[str, dict] | None:
+    """(CPU kind, {"record", "link", "date", "commit", "beam", "greedy"}) of one record of
+    run_bench's decode part ("beam" and "greedy": report.best_against_int8's (variant, ratio)
+    or None); None for other records, GPU machines', or those without both t2t_lite and
+    CTranslate2 int8."""
+    with open(path, encoding="utf-8") as f:
+        saved = json.load(f)
+    # run_bench's records: runs, load and the machine's line (other benchmarks keep others).
+    if not isinstance(saved, dict) or not {"runs", "load", "machine"} <= set(saved):
+        return None
+    kind = cpu_kind(saved["machine"] or "")
+    runs = [Measurement(**item) for item in saved["runs"]]
+    best = {task: report.best_against_int8(runs, task) for task in ("beam", "greedy")}
+    if kind is None or not any(best.values()):
+        return None
+    name = os.path.basename(path)
+    shown = name[: -len(".json")] + ".md"
+    shown = shown if os.path.exists(os.path.join(os.path.dirname(path), shown)) else name
+    return kind, {
+        "record": name,
+        "link": f"[{shown}](results/{shown})",
+        "date": name[:10],
+        "commit": record_commit(path, saved),
+        **best,
+    }
+
+
+def latest_by_kind(folder: str) -> dict[str, dict]:
+    """{CPU kind: read_record's row} of the newest record (by its dated file name) of each kind."""
+    found = (read_record(path) for path in sorted(glob.glob(os.path.join(folder, "*.json"))))
+    return dict(item for item in found if item)
+
+
+def table_row(kind: str, row: dict) -> str:
+    """A kind's line of the table."""
+    cells = [
+        f"{row[task][0]}, {row[task][1]:.2f}x" if row[task] else "not run"
+        for task in ("beam", "greedy")
+    ]
+    return (
+        f"| {kind} | {row['date']}, {row['commit']} | {row['link']} | " + " | ".join(cells) + " |"
+    )
+
+
+HEADING = "## Decoding against CTranslate2 int8 on each CPU kind"
+
+
+def section(folder: str) -> list[str]:
+    """RESULTS.md's table of the decoding target on each CPU kind, newest record first."""
+    latest = latest_by_kind(folder)
+    if not latest:
+        return []
+    lines = [
+        "",
+        HEADING,
+        "",
+        "The newest record of each CPU kind in bench/results/ (the decoding part above, at its "
+        "date and commit): t2t_lite's fastest variant of each search over CTranslate2 int8 in "
+        "the same run.",
+        "",
+        "| CPU kind | date, commit | record | beam 4: fastest, ratio | greedy: fastest, ratio |",
+        "|---|---|---|---|---|",
+    ]
+    newest_first = sorted(latest.items(), key=lambda item: item[1]["record"], reverse=True)
+    return lines + [table_row(kind, row) for kind, row in newest_first]
