@@ -50,7 +50,7 @@ def record_commit(path: str, saved: dict) -> str:
 
 
 def read_record(path: str) -> tuple[str, dict] | None:
-    """(CPU kind, {"record", "link", "date", "commit", "beam", "greedy"}) of one record of
+    """(CPU kind, {"record", "shown", "date", "commit", "beam", "greedy"}) of one record of
     run_bench's decode part ("beam" and "greedy": report.best_against_int8's (variant, ratio)
     or None); None for other records, GPU machines', or those without both t2t_lite and
     CTranslate2 int8."""
@@ -69,7 +69,7 @@ def read_record(path: str) -> tuple[str, dict] | None:
     shown = shown if os.path.exists(os.path.join(os.path.dirname(path), shown)) else name
     return kind, {
         "record": name,
-        "link": f"[{shown}](results/{shown})",
+        "shown": shown,
         "date": name[:10],
         "commit": record_commit(path, saved),
         **best,
@@ -82,22 +82,23 @@ def latest_by_kind(folder: str) -> dict[str, dict]:
     return dict(item for item in found if item)
 
 
-def table_row(kind: str, row: dict) -> str:
-    """A kind's line of the table."""
+def table_row(kind: str, row: dict, folder: str = "results") -> str:
+    """A kind's line of the table, its record's report linked as `folder`/name."""
+    link = f"[{row['shown']}]({os.path.normpath(os.path.join(folder, row['shown']))})"
     cells = [
         f"{row[task][0]}, {row[task][1]:.2f}x" if row[task] else "not run"
         for task in ("beam", "greedy")
     ]
-    return (
-        f"| {kind} | {row['date']}, {row['commit']} | {row['link']} | " + " | ".join(cells) + " |"
-    )
+    return f"| {kind} | {row['date']}, {row['commit']} | {link} | " + " | ".join(cells) + " |"
 
 
 HEADING = "## Decoding against CTranslate2 int8 on each CPU kind"
 
 
-def section(folder: str) -> list[str]:
-    """RESULTS.md's table of the decoding target on each CPU kind, newest record first."""
+def section(folder: str, report_dir: str | None = None) -> list[str]:
+    """The table of the decoding target on each CPU kind, newest record first, for a report in
+    `report_dir` (its links relative to it; by default bench/, RESULTS.md's folder)."""
+    relative = os.path.relpath(folder, report_dir or os.path.dirname(os.path.abspath(folder)))
     latest = latest_by_kind(folder)
     if not latest:
         return []
@@ -105,12 +106,12 @@ def section(folder: str) -> list[str]:
         "",
         HEADING,
         "",
-        "The newest record of each CPU kind in bench/results/ (the decoding part above, at its "
-        "date and commit): t2t_lite's fastest variant of each search over CTranslate2 int8 in "
-        "the same run.",
+        "The newest record of bench/run_bench.py's decode part for each CPU kind in "
+        "bench/results/, at its own date and commit (forced output length 32, batch 64): "
+        "t2t_lite's fastest variant of each search over CTranslate2 int8 in the same run.",
         "",
         "| CPU kind | date, commit | record | beam 4: fastest, ratio | greedy: fastest, ratio |",
         "|---|---|---|---|---|",
     ]
     newest_first = sorted(latest.items(), key=lambda item: item[1]["record"], reverse=True)
-    return lines + [table_row(kind, row) for kind, row in newest_first]
+    return lines + [table_row(kind, row, relative) for kind, row in newest_first]

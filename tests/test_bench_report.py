@@ -68,13 +68,15 @@ def _record(folder, name, machine, beam, greedy, int8=(4000.0, 8000.0), **extra)
 def test_the_table_of_cpu_kinds_keeps_the_newest_record_of_each(tmp_path):
     amd = "AMD EPYC (avx2, avx512f, avx512_bf16), 24 GiB, 2 logical CPUs"
     xeon = "Intel(R) Xeon(R) Processor (avx2, avx512f, avx512_bf16, amx_tile, amx_bf16), 24 GiB"
-    _record(tmp_path, "2026-12-01_amd", amd, 2000, 4000)
-    _record(tmp_path, "2026-12-03_amd", amd, 4400, 7600, commit="abc1234")
-    _record(tmp_path, "2026-12-02_xeon", xeon, 6000, 8000)
-    (tmp_path / "2026-12-02_xeon.md").write_text("# Report\n\nCommit: def5678. Command: `x`.\n")
-    _record(tmp_path, "2026-12-04_gpu", "NVIDIA H100 80GB HBM3", 9000, 9000)
-    (tmp_path / "2026-12-05_datagen.json").write_text(json.dumps({"runs": [{"wall_s": 1.0}]}))
-    lines = kinds.section(str(tmp_path))
+    folder = tmp_path / "results"
+    folder.mkdir()
+    _record(folder, "2026-12-01_amd", amd, 2000, 4000)
+    _record(folder, "2026-12-03_amd", amd, 4400, 7600, commit="abc1234")
+    _record(folder, "2026-12-02_xeon", xeon, 6000, 8000)
+    (folder / "2026-12-02_xeon.md").write_text("# Report\n\nCommit: def5678. Command: `x`.\n")
+    _record(folder, "2026-12-04_gpu", "NVIDIA H100 80GB HBM3", 9000, 9000)
+    (folder / "2026-12-05_datagen.json").write_text(json.dumps({"runs": [{"wall_s": 1.0}]}))
+    lines = kinds.section(str(folder))
     assert lines[1] == kinds.HEADING
     assert lines[-2:] == [
         "| AMD EPYC with AVX-512 BF16, no AMX | 2026-12-03, abc1234 | "
@@ -82,4 +84,6 @@ def test_the_table_of_cpu_kinds_keeps_the_newest_record_of_each(tmp_path):
         "| Intel Xeon with AMX | 2026-12-02, def5678 | "
         "[2026-12-02_xeon.md](results/2026-12-02_xeon.md) | bfloat16, 1.50x | bfloat16, 1.00x |",
     ]
+    # A report written among the records links them by name alone.
+    assert "[2026-12-02_xeon.md](2026-12-02_xeon.md)" in kinds.section(str(folder), str(folder))[-1]
     assert kinds.section(str(tmp_path / "empty")) == []

@@ -11,6 +11,7 @@ import sys
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
 sys.path[:0] = [BENCH, os.path.join(BENCH, "peers")]
 import curves  # noqa: E402
+import kinds  # noqa: E402
 import report  # noqa: E402
 import run_bench  # noqa: E402
 from measurement import Measurement  # noqa: E402
@@ -32,7 +33,8 @@ def test_the_header_names_the_date_machine_commit_and_command():
 
 
 def test_the_tables_are_those_run_bench_writes_from_the_saved_run():
-    text = _results()
+    text, _, by_kind = _results().partition("\n" + kinds.HEADING + "\n")
+    assert by_kind, "RESULTS.md has no table of the CPU kinds"
     saved = re.search(r"Merged runs \(([^)]+\.json)\)", text).group(1).split(", ")
     runs, load, machines = [], [], []
     for path in saved:
@@ -47,6 +49,22 @@ def test_the_tables_are_those_run_bench_writes_from_the_saved_run():
     assert headings == [line for line in written.splitlines() if line.startswith("#")]
     rows = [line for line in text.splitlines() if line.startswith("|")]
     assert rows and set(rows) <= set(written.splitlines()), set(rows) - set(written.splitlines())
+
+
+def test_each_cpu_kind_row_is_what_its_record_gives():
+    """The table of CPU kinds: one row per kind, each the one bench/kinds.py makes from the record
+    it links (a record added later may make a newer row: run_bench writes the table anew)."""
+    table = _results().partition("\n" + kinds.HEADING + "\n")[2]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "](results/" in line]
+    assert len(rows) >= 2
+    found = []
+    for row in rows:
+        name = re.search(r"\]\(results/([^)]+)\)", row).group(1)
+        path = os.path.join(BENCH, "results", os.path.splitext(name)[0] + ".json")
+        kind, values = kinds.read_record(path)
+        assert row == kinds.table_row(kind, values)
+        found.append(kind)
+    assert len(set(found)) == len(found)
 
 
 def test_the_report_header_names_the_commit_and_command():
