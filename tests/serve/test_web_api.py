@@ -58,7 +58,9 @@ def decoded(output_dir, tmp_path, lines, nbest, **search):
     return found
 
 
-@pytest.mark.parametrize("search", [{}, {"beam_size": 3, "alpha": 0.6}])
+@pytest.mark.parametrize(
+    "search", [{}, {"beam_size": 3, "alpha": 0.6}, {"beam_size": 3, "alpha": 1.2, "patience": 1.0}]
+)
 def test_translations_equal_t2t_decode(output_dir, client, tmp_path, search):
     lines = serve_helpers.sentences(9, seed=5) + ["", "  we saw  ", LONG]
     nbest = search.get("beam_size", 2)  # the problem's default beam is 4
@@ -67,6 +69,7 @@ def test_translations_equal_t2t_decode(output_dir, client, tmp_path, search):
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["settings"]["nbest"] == nbest
+    assert body["settings"]["patience"] == search.get("patience", 0.0)
     for line, result, want in zip(lines, body["results"], expected, strict=True):
         assert result["source"] == line.strip()
         assert result["truncated"] == (line == LONG)
@@ -206,6 +209,10 @@ BAD_REQUESTS = [
     ("/api/translate", {**OK, "alpha": 11}, 422, "alpha"),
     ("/api/translate", b'{"sentences": ["a"], "alpha": NaN}', 422, "alpha"),
     ("/api/translate", b'{"sentences": ["a"], "alpha": Infinity}', 422, "alpha"),
+    ("/api/translate", {**OK, "patience": -0.5}, 422, "patience"),
+    ("/api/translate", {**OK, "patience": 101}, 422, "patience"),
+    ("/api/translate", b'{"sentences": ["a"], "patience": NaN}', 422, "patience"),
+    ("/api/translate", {**OK, "patience": "1"}, 422, "patience"),
     ("/api/translate", {**OK, "nbest": 0}, 422, "nbest"),
     ("/api/translate", {**OK, "beam_size": 2, "nbest": 3}, 422, "nbest"),
     ("/api/translate", {**OK, "sampling": "temperature:hot"}, 422, "sampling"),

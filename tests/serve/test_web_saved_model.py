@@ -122,6 +122,7 @@ def test_served_page_equals_the_runs(exported, backend):
         for body, field in (
             ({"sentences": ["a"], "beam_size": 4}, "beam_size"),
             ({"sentences": ["a"], "alpha": 0.0}, "alpha"),
+            ({"sentences": ["a"], "patience": 1.0}, "patience"),
             ({"sentences": ["a"], "nbest": 3}, "nbest"),
         ):
             answer = served.post("/api/translate", json=body)

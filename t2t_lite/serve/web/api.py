@@ -22,6 +22,9 @@ from t2t_lite.hparams.search_settings import CONTROL_FLAGS, parse_sampling
 from t2t_lite.serve.web.backend import Capabilities
 
 MAX_ALPHA = 10.0  # the length penalty lp = ((5 + |y|) / 6) ** alpha; the paper uses 0.6
+# Beam search's patience (--patience): past the beam's last step a larger one stops nothing
+# sooner than the exact bound, so this is a bound on the input, not on what it can mean.
+MAX_PATIENCE = 100.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +97,12 @@ class SearchFields(_Request):
     )
     nbest: int | None = Field(
         None, strict=True, description="Hypotheses per sentence, at most beam_size; default 1."
+    )
+    patience: float | None = Field(
+        None,
+        strict=True,
+        description="Beam search also stops a sentence once patience x beam_size hypotheses "
+        "have finished (0: the exact bound); default: the server's --patience.",
     )
     sampling: str | None = Field(
         None,
@@ -239,10 +248,12 @@ def resolve_settings(
     beam = defaults.beam_size if fields.beam_size is None else fields.beam_size
     alpha = defaults.alpha if fields.alpha is None else fields.alpha
     nbest = defaults.nbest if fields.nbest is None else fields.nbest
+    patience = defaults.patience if fields.patience is None else fields.patience
     if capabilities.search_fixed:
         for name, value, fixed in (
             ("beam_size", beam, defaults.beam_size),
             ("alpha", alpha, defaults.alpha),
+            ("patience", patience, defaults.patience),
         ):
             if value != fixed:
                 raise ApiError(
@@ -256,14 +267,19 @@ def resolve_settings(
         raise ApiError(422, "beam_size", f"beam_size must be in [1, {most}], got {beam}")
     if not (math.isfinite(alpha) and 0.0 <= alpha <= MAX_ALPHA):
         raise ApiError(422, "alpha", f"alpha must be in [0, {MAX_ALPHA:g}], got {alpha}")
+    if not (math.isfinite(patience) and 0.0 <= patience <= MAX_PATIENCE):
+        raise ApiError(
+            422, "patience", f"patience must be in [0, {MAX_PATIENCE:g}], got {patience}"
+        )
     top = min(beam, capabilities.max_nbest or beam)
     if not 1 <= nbest <= top:
         raise ApiError(
             422, "nbest", f"nbest must be in [1, {top}] (at most beam_size), got {nbest}"
         )
     controls = resolve_controls(fields, capabilities, nbest)
+    search = {"beam_size": beam, "alpha": alpha, "nbest": nbest, "patience": patience}
     if fields.sampling is None:
-        return defaults.override(beam_size=beam, alpha=alpha, nbest=nbest, **controls)
+        return defaults.override(**search, **controls)
     if capabilities.search_fixed:
         raise ApiError(
             422,
@@ -273,7 +289,7 @@ def resolve_settings(
         )
     try:
         drawn = parse_sampling(fields.sampling)
-        settings = defaults.override(beam_size=beam, alpha=alpha, nbest=nbest, **drawn, **controls)
+        settings = defaults.override(**search, **drawn, **controls)
         settings.check()
         return settings
     except ValueError as error:
