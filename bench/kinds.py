@@ -49,11 +49,12 @@ def record_commit(path: str, saved: dict) -> str:
     return found.group(1) if found else "?"
 
 
-def read_record(path: str) -> tuple[str, dict] | None:
+def read_record(path: str, writing: str | None = None) -> tuple[str, dict] | None:
     """(CPU kind, {"record", "shown", "date", "commit", "beam", "greedy"}) of one record of
     run_bench's decode part ("beam" and "greedy": report.best_against_int8's (variant, ratio)
     or None); None for other records, GPU machines', or those without both t2t_lite and
-    CTranslate2 int8."""
+    CTranslate2 int8. "shown" is its report beside it (also when that is the one `writing`),
+    else the record itself."""
     with open(path, encoding="utf-8") as f:
         saved = json.load(f)
     # run_bench's records: runs, load and the machine's line (other benchmarks keep others).
@@ -65,8 +66,9 @@ def read_record(path: str) -> tuple[str, dict] | None:
     if kind is None or not any(best.values()):
         return None
     name = os.path.basename(path)
-    shown = name[: -len(".json")] + ".md"
-    shown = shown if os.path.exists(os.path.join(os.path.dirname(path), shown)) else name
+    report_path = path[: -len(".json")] + ".md"
+    beside = os.path.exists(report_path) or os.path.abspath(report_path) == writing
+    shown = os.path.basename(report_path) if beside else name
     return kind, {
         "record": name,
         "shown": shown,
@@ -76,9 +78,10 @@ def read_record(path: str) -> tuple[str, dict] | None:
     }
 
 
-def latest_by_kind(folder: str) -> dict[str, dict]:
+def latest_by_kind(folder: str, writing: str | None = None) -> dict[str, dict]:
     """{CPU kind: read_record's row} of the newest record (by its dated file name) of each kind."""
-    found = (read_record(path) for path in sorted(glob.glob(os.path.join(folder, "*.json"))))
+    paths = sorted(glob.glob(os.path.join(folder, "*.json")))
+    found = (read_record(path, writing) for path in paths)
     return dict(item for item in found if item)
 
 
@@ -95,11 +98,12 @@ def table_row(kind: str, row: dict, folder: str = "results") -> str:
 HEADING = "## Decoding against CTranslate2 int8 on each CPU kind"
 
 
-def section(folder: str, report_dir: str | None = None) -> list[str]:
-    """The table of the decoding target on each CPU kind, newest record first, for a report in
-    `report_dir` (its links relative to it; by default bench/, RESULTS.md's folder)."""
-    relative = os.path.relpath(folder, report_dir or os.path.dirname(os.path.abspath(folder)))
-    latest = latest_by_kind(folder)
+def section(folder: str, writing: str | None = None) -> list[str]:
+    """The table of the decoding target on each CPU kind, newest record first, for the report
+    `writing` (its links relative to its folder; by default bench/RESULTS.md beside `folder`)."""
+    writing = os.path.abspath(writing or os.path.join(folder, os.pardir, "RESULTS.md"))
+    relative = os.path.relpath(folder, os.path.dirname(writing))
+    latest = latest_by_kind(folder, writing)
     if not latest:
         return []
     lines = [

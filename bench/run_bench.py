@@ -208,10 +208,7 @@ def main(argv: list[str]) -> None:
         if not FLAGS.from_json
         else f"Merged runs ({', '.join(FLAGS.from_json)}), their settings in their reports",
         sections=curves.section(runs, plot, t2t_lite_peer.benchmark_hparams())
-        + kinds.section(
-            os.path.join(ROOT, "bench", "results"),
-            os.path.dirname(os.path.abspath(FLAGS.output or "bench/RESULTS.md")),
-        ),
+        + kinds.section(os.path.join(ROOT, "bench", "results"), FLAGS.output),
         commit=commit() if FLAGS.reps else merged_commits(FLAGS.from_json),
         command=" ".join(["bench/run_bench.py", *sys.argv[1:]]),
     )

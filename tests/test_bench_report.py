@@ -84,6 +84,10 @@ def test_the_table_of_cpu_kinds_keeps_the_newest_record_of_each(tmp_path):
         "| Intel Xeon with AMX | 2026-12-02, def5678 | "
         "[2026-12-02_xeon.md](results/2026-12-02_xeon.md) | bfloat16, 1.50x | bfloat16, 1.00x |",
     ]
-    # A report written among the records links them by name alone.
-    assert "[2026-12-02_xeon.md](2026-12-02_xeon.md)" in kinds.section(str(folder), str(folder))[-1]
+    # A report written among the records links them by name alone, and its own record by the
+    # report being written.
+    writing = str(folder / "2026-12-03_amd.md")
+    among = kinds.section(str(folder), writing)
+    assert "[2026-12-02_xeon.md](2026-12-02_xeon.md)" in among[-1]
+    assert "[2026-12-03_amd.md](2026-12-03_amd.md)" in among[-2]
     assert kinds.section(str(tmp_path / "empty")) == []
