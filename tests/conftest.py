@@ -21,6 +21,7 @@ from reverse_words import (  # noqa: E402, F401  (session fixtures)
     reverse_words_run,
 )
 from step_clock import step_clock  # noqa: E402, F401  (a fixture)
+from tf_iterators import tf_iterators  # noqa: E402, F401  (a fixture)
 
 
 @pytest.fixture(autouse=True)

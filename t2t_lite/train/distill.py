@@ -48,6 +48,7 @@ from t2t_lite.run.run import Run
 from t2t_lite.run.run_flags import RunFlags
 from t2t_lite.run.run_info import RunInfo
 from t2t_lite.runtime import atomic_io
+from t2t_lite.runtime.error_frames import frames_cleared
 from t2t_lite.runtime.threads import map_batches, split_cpus
 from t2t_lite.train.distill_progress import DistillProgress
 from t2t_lite.vocabulary import EOS_ID
@@ -269,7 +270,7 @@ def read_shard(path: str) -> tuple[list[list[int]], list[list[int]]]:
     """(inputs, targets) of a t2t-datagen shard: id lists ending in EOS, in the file's order."""
     inputs: list[list[int]] = []
     targets: list[list[int]] = []
-    with shard_check.damaged_shards_named(os.path.dirname(path)):
+    with frames_cleared(), shard_check.damaged_shards_named(os.path.dirname(path)):
         for batch in tf.data.TFRecordDataset(path).batch(4096).map(parse_examples):
             inputs += batch["inputs"].to_list()
             targets += batch["targets"].to_list()

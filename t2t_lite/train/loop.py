@@ -39,6 +39,7 @@ from t2t_lite.runtime.atomic_io import file_sha256
 from t2t_lite.runtime.distribute import STRATEGIES as STRATEGIES
 from t2t_lite.runtime.distribute import cluster_strategy as cluster_strategy
 from t2t_lite.runtime.distribute import create_strategy as create_strategy
+from t2t_lite.runtime.error_frames import frames_cleared
 from t2t_lite.runtime.precision import AUTO, resolve_precision
 from t2t_lite.train import search_tuning
 from t2t_lite.train.budget import BudgetPolicy, budget_hparams
@@ -162,8 +163,9 @@ def train(
     problem.check_data_dir(config.data_dir)
     hparams = resolved_precision(hparams)
     chief = distribute.is_chief(strategy)
-    # One writer per output_dir: the chief holds its lock until training ends.
-    with run_lock(config.output_dir) if chief else contextlib.nullcontext():
+    # One writer per output_dir: the chief holds its lock until training ends. An error that
+    # ends the run lets go of its input pipeline as it leaves (runtime/error_frames.py).
+    with run_lock(config.output_dir) if chief else contextlib.nullcontext(), frames_cleared():
         spent = (spent_seconds, advise)
         return _train_locked(problem, config, hparams, hparams_set, strategy, chief, spent)
 

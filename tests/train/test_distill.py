@@ -262,7 +262,7 @@ def test_cli_refuses_a_data_dir_without_a_train_split(teacher, tmp_path):
         assert f"  {flag}:" in helped.stdout, flag
 
 
-def test_a_damaged_source_shard_is_named(teacher, tmp_path):
+def test_a_damaged_source_shard_is_named(teacher, tmp_path, tf_iterators):
     data_dir, teacher_dir = teacher
     copy = shutil.copytree(data_dir, tmp_path / "data")
     shard = copy / SHARDS[1]
@@ -276,6 +276,8 @@ def test_a_damaged_source_shard_is_named(teacher, tmp_path):
         f"{size:,}); rerun t2t-datagen"
     )
     assert not os.path.exists(tmp_path / "out" / "metadata.json")
+    # The kept error does not hold the shard's reader.
+    assert tf_iterators and all(ref() is None for ref in tf_iterators)
 
 
 def test_a_damaged_output_shard_is_translated_again(distilled, tmp_path, caplog):

@@ -53,7 +53,7 @@ def test_tiny_model_learns_reverse(tmp_path):
     assert glob.glob(os.path.join(out, "summaries", "dev", "events.*"))
 
 
-def test_non_finite_loss_stops_before_update_and_checkpoint(tmp_path):
+def test_non_finite_loss_stops_before_update_and_checkpoint(tmp_path, tf_iterators):
     from t2t_lite.run.checkpoints import checkpoint_step, list_checkpoints
     from t2t_lite.train.config import NonFiniteError
 
@@ -62,6 +62,8 @@ def test_non_finite_loss_stops_before_update_and_checkpoint(tmp_path):
     overrides = FAST + ",learning_rate_schedule=constant,learning_rate=1e25"
     with pytest.raises(NonFiniteError, match=r"step (\d+): non-finite") as error:
         run_training(out, 20, 1, overrides)
+    # The error is kept (`error`), yet its frames no longer hold the input pipeline.
+    assert tf_iterators and all(ref() is None for ref in tf_iterators)
     failed_step = int(error.value.args[0].split()[1].rstrip(":"))
     saved = list_checkpoints(os.path.join(out, "checkpoints"))
     assert saved and checkpoint_step(saved[-1]) == failed_step - 1
@@ -114,7 +116,7 @@ class _SignalAt(FakeReverse):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_saves_a_checkpoint_and_the_run_resumes(tmp_path, caplog, signum):
+def test_a_signal_saves_a_checkpoint_and_the_run_resumes(tmp_path, caplog, signum, tf_iterators):
     from t2t_lite.hparams import get_hparams
     from t2t_lite.run.checkpoints import checkpoint_step, list_checkpoints
     from t2t_lite.run.layout import LOCK_FILE
@@ -128,6 +130,7 @@ def test_a_signal_saves_a_checkpoint_and_the_run_resumes(tmp_path, caplog, signu
     with pytest.raises(TrainingInterrupted, match=rf"{name} at step (\d+)") as stop:
         training.train(_SignalAt(12, signum), config, hparams, "transformer_tiny")
     stopped = int(stop.value.args[0].split("at step ")[1].split(";")[0])
+    assert tf_iterators and all(ref() is None for ref in tf_iterators)  # released as it stopped
     assert 1 <= stopped < 40
     saved = list_checkpoints(os.path.join(out, "checkpoints"))
     assert [checkpoint_step(p) for p in saved] == [stopped]
