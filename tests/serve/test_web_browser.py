@@ -197,3 +197,38 @@ def test_one_greedy_sentence_streams_its_tokens(chromium, text_server, alpha):
     expected = greedy.translate([SENTENCE])[0]
     assert shown == expected
     assert "api/translate_stream" in asked and "api/translate" not in asked
+
+
+def test_the_pages_patience_reaches_both_searches(chromium, text_server):
+    """The patience field starts at the server's default (0) and is sent, with the beam and
+    alpha beside it, by the sentence form and the document panel; the best translation shown
+    is the Translator's at that patience."""
+    output_dir, url = text_server
+    with screenshot_serve.browser_page(chromium) as page:
+        bodies = {}  # the first POST body to each route
+
+        def keep(request):
+            if request.method == "POST":
+                bodies.setdefault(request.url.removeprefix(url), request.post_data_json)
+
+        page.on("request", keep)
+        page.goto(url)
+        page.wait_for_selector("#translate:enabled")
+        initial = page.input_value("#patience")
+        page.fill("#sentences", SENTENCE)
+        page.fill("#beam_size", "3")
+        page.fill("#alpha", "1.2")
+        page.fill("#patience", "1")
+        page.fill("#nbest", "1")
+        page.click("#translate")
+        page.wait_for_selector(".result .best .hyp-text")
+        shown = page.locator(".result .best .hyp-text").first.inner_text()
+        page.fill("#document", SENTENCE)
+        page.click("#translate-document")
+        page.wait_for_selector("#document-status:has-text('done')")
+    assert initial == "0"
+    sent = bodies["api/translate"]
+    assert (sent["beam_size"], sent["alpha"], sent["patience"]) == (3, 1.2, 1)
+    assert bodies["api/document"]["patience"] == 1 and bodies["api/document"]["beam_size"] == 3
+    searched = Translator.from_run(output_dir, beam_size=3, alpha=1.2, patience=1.0)
+    assert shown == searched.translate([SENTENCE])[0]

@@ -50,7 +50,7 @@ function showError(box, error) {
 const format = {
   parameters: (n) => Number(n).toLocaleString("en-US"),
   // The settings a user can read a search by; sampling and limits stay in the API's answer.
-  settings: (s) => ["beam_size", "alpha", "extra_length", "constrained"]
+  settings: (s) => ["beam_size", "alpha", "patience", "extra_length", "constrained"]
     .filter((k) => k in s).map((k) => `${k} ${s[k]}`).join(", "),
 };
 
@@ -85,8 +85,9 @@ async function loadInfo() {
   const defaults = capabilities.defaults;
   $("beam_size").value = defaults.beam_size;
   $("alpha").value = defaults.alpha;
+  $("patience").value = defaults.patience ?? 0;
   $("nbest").value = Math.min(defaults.beam_size, capabilities.max_nbest || defaults.beam_size, 4);
-  $("beam_size").disabled = $("alpha").disabled = capabilities.search_fixed;
+  for (const id of ["beam_size", "alpha", "patience"]) $(id).disabled = capabilities.search_fixed;
   $("sample").disabled = $("sampling").disabled = capabilities.search_fixed;
   for (const id of CONTROLS) $(id).disabled = capabilities.controls_nbest === 0;
   $("no_repeat_ngram_size").value = defaults.no_repeat_ngram_size ?? 0;
@@ -109,7 +110,8 @@ function numberOrNull(id) {
 }
 
 function currentSettings() {
-  const settings = { beam_size: numberOrNull("beam_size"), alpha: numberOrNull("alpha"), nbest: numberOrNull("nbest") };
+  const settings = {};
+  for (const id of ["beam_size", "alpha", "patience", "nbest"]) settings[id] = numberOrNull(id);
   for (const id of CONTROLS.slice(0, 3)) settings[id] = numberOrNull(id);
   settings.disable_unk = $("disable_unk").checked;
   if ($("sample").checked) {

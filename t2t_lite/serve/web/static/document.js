@@ -9,7 +9,8 @@ const $ = (id) => document.getElementById(id);
 // The search settings of the sentence form, where set (the API's defaults otherwise).
 function settings() {
   const body = {};
-  const numbers = [["beam_size", parseInt], ["alpha", parseFloat], ["no_repeat_ngram_size", parseInt],
+  const numbers = [["beam_size", parseInt], ["alpha", parseFloat], ["patience", parseFloat],
+    ["no_repeat_ngram_size", parseInt],
     ["repetition_penalty", parseFloat], ["min_length", parseInt]];
   for (const [id, parse] of numbers) {
     const value = parse($(id).value);
