@@ -13,14 +13,7 @@ import re
 import report
 from measurement import Measurement
 
-# The flags that set a CPU kind's decoding speed (docs/decoding.md), best first, and how a
-# table names a CPU that has it.
-KINDS = (
-    ("amx_bf16", "with AMX"),
-    ("avx512_bf16", "with AVX-512 BF16, no AMX"),
-    ("avx512f", "with AVX-512, no BF16"),
-    ("avx2", "with AVX2 only"),
-)
+from t2t_lite.runtime.cpu import MATRIX_UNIT_KINDS
 
 
 def cpu_kind(machine: str) -> str | None:
@@ -33,7 +26,8 @@ def cpu_kind(machine: str) -> str | None:
         return None
     model = found.group(1).strip()
     flags = {flag.strip() for flag in found.group(2).split(",")}
-    return next((f"{model} {name}" for flag, name in KINDS if flag in flags), None)
+    named = (f"{model} {name}" for flag, name in MATRIX_UNIT_KINDS.items() if flag in flags)
+    return next(named, None)
 
 
 def record_commit(path: str, saved: dict) -> str:

@@ -10,7 +10,7 @@ import statistics
 import protocol as P
 
 # CPU flags that decide the speed of float32 and bfloat16 matmuls, reported when present.
-SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
 
 
 def machine() -> str:

@@ -47,6 +47,11 @@ def test_a_cpu_kind_is_named_by_its_best_matrix_unit():
         "AMD EPYC with AVX-512 BF16, no AMX"
     )
     assert kinds.cpu_kind("AMD EPYC 7B13 (avx2), 24 GiB") == "AMD EPYC 7B13 with AVX2 only"
+    cascade = "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz (avx2, avx512f, avx512_vnni), 24 GiB"
+    assert kinds.cpu_kind(cascade) == (
+        "Intel Xeon Gold 6248 CPU @ 2.50GHz with AVX-512 VNNI, no BF16"
+    )
+    assert kinds.cpu_kind("Intel Xeon (avx2, avx512f), 8 GiB") == "Intel Xeon with AVX-512, no VNNI"
     assert kinds.cpu_kind("NVIDIA H100 80GB HBM3, 81559 MiB, 1980 MHz") is None
     assert kinds.cpu_kind("Some CPU (none of avx2, avx512f), 8 GiB") is None
 

@@ -10,8 +10,15 @@ import os
 
 CPUINFO = "/proc/cpuinfo"
 # The flags that decide how fast this code's products run (precision.py, int8_kernel.py), best
-# first: a record names the best one the CPU has.
-MATRIX_UNITS = ("amx_bf16", "avx512_bf16", "avx512_vnni", "avx512f", "avx2")
+# first: a record names the best one the CPU has, and the results name a CPU kind by it.
+MATRIX_UNIT_KINDS = {
+    "amx_bf16": "with AMX",
+    "avx512_bf16": "with AVX-512 BF16, no AMX",
+    "avx512_vnni": "with AVX-512 VNNI, no BF16",
+    "avx512f": "with AVX-512, no VNNI",
+    "avx2": "with AVX2 only",
+}
+MATRIX_UNITS = tuple(MATRIX_UNIT_KINDS)
 
 
 def _first_processor(path: str) -> dict[str, str]:
