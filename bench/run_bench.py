@@ -132,9 +132,9 @@ def selected() -> list[Measurement]:
     return chosen
 
 
-def merge(runs: list[Measurement], path: str, load: list, machines: list) -> None:
+def merge(runs: list[Measurement], path: str, load: list, machines: list) -> str:
     """Adds the results of an earlier run (its --save_json file) to `runs`, `load` and
-    `machines`."""
+    `machines`; returns the commit it measured (`kinds.record_commit`)."""
     with open(path) as f:
         saved = json.load(f)
     by_key = {key(m): m for m in runs}
@@ -147,6 +147,7 @@ def merge(runs: list[Measurement], path: str, load: list, machines: list) -> Non
         by_key[key(found)].errors += item["errors"]
     load += [tuple(x) for x in saved["load"]]
     machines.append(saved.get("machine", f"not recorded in {path}"))
+    return kinds.record_commit(path, saved)
 
 
 def commit() -> str:
@@ -163,15 +164,6 @@ def commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+" if dirty else "")
-
-
-def merged_commits(paths: list[str]) -> str:
-    """The commits that merged records measured (a report of earlier runs names theirs)."""
-    found = []
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            found.append(kinds.record_commit(path, json.load(f)))
-    return ", ".join(dict.fromkeys(found)) or "unknown"
 
 
 def main(argv: list[str]) -> None:
@@ -193,8 +185,7 @@ def main(argv: list[str]) -> None:
         saved = {"runs": [m.__dict__ for m in runs], "load": load, "machine": here}
         saved.update(commit=commit(), date=time.strftime("%Y-%m-%d"))
         atomic_io.write_text(FLAGS.save_json, json.dumps(saved, indent=1))
-    for path in FLAGS.from_json:
-        merge(runs, path, load, machines)
+    merged = [merge(runs, path, load, machines) for path in FLAGS.from_json]
     order = {key(m): i for i, m in enumerate(measurements())}
     runs.sort(key=lambda m: order[key(m)])
     plot = curves.plot_path(FLAGS.output) if FLAGS.output else None
@@ -209,7 +200,7 @@ def main(argv: list[str]) -> None:
         else f"Merged runs ({', '.join(FLAGS.from_json)}), their settings in their reports",
         sections=curves.section(runs, plot, t2t_lite_peer.benchmark_hparams())
         + kinds.section(os.path.join(ROOT, "bench", "results"), FLAGS.output),
-        commit=commit() if FLAGS.reps else merged_commits(FLAGS.from_json),
+        commit=commit() if FLAGS.reps else ", ".join(dict.fromkeys(merged)) or "unknown",
         command=" ".join(["bench/run_bench.py", *sys.argv[1:]]),
     )
     print(text)
