@@ -19,8 +19,9 @@ from t2t_lite.data.shortlist import Shortlist
 from t2t_lite.hparams import SearchSettings
 from t2t_lite.model.ensemble import members
 from t2t_lite.model.layers.masks import padding_mask
-from t2t_lite.search.beam import SearchResult, StepFn, beam_search, write_column
+from t2t_lite.search.beam import beam_search
 from t2t_lite.search.constraint import AllOf, Constraint, PrefixConstraint, constrained_step_fn
+from t2t_lite.search.contract import SearchResult, StepFn, write_column
 from t2t_lite.search.controls import Controls, controlled_step_fn
 from t2t_lite.search.sampling import sample_search
 from t2t_lite.search.terminology import TermBanks, TermConstraint

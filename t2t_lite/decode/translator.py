@@ -38,7 +38,7 @@ from t2t_lite.model.quantize import multiplies_in_8_bits
 from t2t_lite.run.run import Run
 from t2t_lite.runtime.progress import DecodeProgress
 from t2t_lite.runtime.threads import map_batches, warn_if_unsplit
-from t2t_lite.search.beam import SearchResult
+from t2t_lite.search.contract import SearchResult
 
 
 class Hypothesis(NamedTuple):

@@ -107,7 +107,7 @@ def _shrinking(shape: tf.TensorShape) -> tf.TensorShape:
 
 
 def invariants(growing: Compacting) -> Compacting:
-    """The loop's shape invariants from the search's own (`growing`: `beam.shape_invariants`
+    """The loop's shape invariants from the search's own (`growing`: `contract.shape_invariants`
     of the start, whose cache gains positions): every tensor of the batch may also shrink
     along its first axis; the outputs keep their shapes."""
     free = tf.nest.map_structure(_shrinking, growing)

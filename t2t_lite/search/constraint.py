@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import tensorflow as tf
 
-from t2t_lite.search.beam import NEG_INF, StepFn
+from t2t_lite.search.contract import NEG_INF, StepFn
 from t2t_lite.vocabulary import PAD_ID
 
 

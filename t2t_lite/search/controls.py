@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from t2t_lite.search.beam import NEG_INF, StepFn
+from t2t_lite.search.contract import NEG_INF, StepFn
 from t2t_lite.vocabulary import EOS_ID, PAD_ID, UNK_ID
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t_lite.search.beam import (
+from t2t_lite.search.contract import (
     NEG_INF,
     SearchResult,
     StepFn,

@@ -25,13 +25,13 @@ from decoding_helpers import (
 
 from t2t_lite.decode import transformer_step
 from t2t_lite.search import beam as search
-from t2t_lite.search import sampling, top_k
+from t2t_lite.search import contract, sampling, top_k
 
 
 def test_length_penalty_is_gnmt():
-    assert search.length_penalty(4, 0.6).numpy() == pytest.approx(1.5**0.6)
-    assert search.length_penalty(1, 0.0).numpy() == 1.0
-    assert search.length_penalty(7, 1.0).numpy() == pytest.approx(2.0)
+    assert contract.length_penalty(4, 0.6).numpy() == pytest.approx(1.5**0.6)
+    assert contract.length_penalty(1, 0.0).numpy() == 1.0
+    assert contract.length_penalty(7, 1.0).numpy() == pytest.approx(2.0)
 
 
 @pytest.mark.parametrize("alpha", [0.6, 1.5])
@@ -114,7 +114,7 @@ def test_best_log_probs_are_log_softmax_at_the_best_tokens():
     rng = np.random.default_rng(2)
     logits = rng.normal(size=(6, 800)).astype(np.float32) * 4
     logits[2, 0] = 50.0  # padding is the best token of row 2
-    log_probs, ids = search.best_log_probs(tf.constant(logits), 4, pad_id=0)
+    log_probs, ids = contract.best_log_probs(tf.constant(logits), 4, pad_id=0)
     order = np.argsort(-logits, axis=1, kind="stable")[:, :5]
     np.testing.assert_array_equal(ids.numpy(), order)
     expected = np.take_along_axis(np_log_softmax(logits.astype(np.float64)), order, 1)

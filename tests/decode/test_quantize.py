@@ -31,7 +31,7 @@ from t2t_lite.model.quantize import check_mode, quantize_model, quantized_layers
 from t2t_lite.model.transformer import Transformer
 from t2t_lite.run import run as run_module
 from t2t_lite.run.run import Run
-from t2t_lite.search import beam as search
+from t2t_lite.search import contract
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 LAYERS = 2  # encoder and decoder layers
@@ -235,7 +235,7 @@ def _normalized_scores(model, source: np.ndarray, texts: list[str]) -> list[floa
         row = np.zeros((1, len(source) + SEARCH["extra_length"] + 1), np.int32)
         row[0, : len(ids)] = ids
         log_p = transformer_step.score_ids(model, source[None], row)[0]
-        found.append(float(log_p / search.length_penalty(len(ids), SEARCH["alpha"])))
+        found.append(float(log_p / contract.length_penalty(len(ids), SEARCH["alpha"])))
     return found
 
 

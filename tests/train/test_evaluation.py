@@ -15,7 +15,7 @@ from command_helpers import run_json
 from decoding_helpers import t2t_decode
 
 from t2t_lite.hparams import get_hparams
-from t2t_lite.search.beam import SearchResult
+from t2t_lite.search.contract import SearchResult
 from t2t_lite.train.evaluation import DevScorer, dev_bleu, dev_scores, dev_texts
 
 

@@ -108,7 +108,7 @@ class MultiHeadAttention(keras.layers.Layer):
 
         The cache grows by one position per step (a concatenation), so a step copies and attends
         over the positions so far, not a `max_length` buffer. Its zero-length axis tells the
-        searches (`t2t_lite.search.beam`) which axis grows.
+        searches (`t2t_lite.search.contract.shape_invariants`) which axis grows.
 
         fixed=True: zero buffers "key_buffer" [batch, h, max_length, d_k] and "value_buffer"
         [batch, h, max_length, d_v] instead, written one position per step. Every step then has

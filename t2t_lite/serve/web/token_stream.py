@@ -67,7 +67,7 @@ def sentence_events(translator, sentence: str, settings: SearchSettings) -> Iter
 def stream_score(log_prob: float, length: int, settings: SearchSettings) -> float:
     """The score the search gives a streamed output of `length` tokens (EOS included): its
     log-probability over greedy search's length penalty, the log-probability when sampling."""
-    from t2t_lite.search.beam import length_penalty  # TensorFlow, loaded by the steps already
+    from t2t_lite.search.contract import length_penalty  # TensorFlow, loaded by the steps already
 
     if settings.sampling:
         return log_prob
