@@ -18,7 +18,6 @@ MATRIX_UNIT_KINDS = {
     "avx512f": "with AVX-512, no VNNI",
     "avx2": "with AVX2 only",
 }
-MATRIX_UNITS = tuple(MATRIX_UNIT_KINDS)
 
 
 def _first_processor(path: str) -> dict[str, str]:
@@ -44,13 +43,13 @@ def cpu_flags(path: str = CPUINFO) -> frozenset[str]:
 
 
 def describe_machine(path: str = CPUINFO) -> dict:
-    """{"cpu": model name, "matrix_unit": the best of MATRIX_UNITS it has (or None), "cpus":
+    """{"cpu": model name, "matrix_unit": the best of MATRIX_UNIT_KINDS it has (or None), "cpus":
     logical CPUs}: what a record of a timed job says about where it ran."""
     first = _first_processor(path)
     flags = set(first.get("flags", "").split())
     return {
         "cpu": first.get("model name") or "unknown CPU",
-        "matrix_unit": next((unit for unit in MATRIX_UNITS if unit in flags), None),
+        "matrix_unit": next((unit for unit in MATRIX_UNIT_KINDS if unit in flags), None),
         "cpus": os.cpu_count(),
     }
 
