@@ -7,6 +7,24 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+
+from t2t_lite.runtime.threads import cpu_count  # noqa: E402  (TensorFlow not yet imported)
+
+
+def _share_the_cpus() -> None:
+    """Each of `make test`'s workers runs TensorFlow's ops on its share of the CPUs, as
+    `t2t-decode --inter_threads` splits them: two workers that each spread every op over both
+    CPUs wait on each other's threads. Set before TensorFlow starts, and inherited by the
+    commands a test runs."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        share = str(max(1, cpu_count() // workers))
+        os.environ.setdefault("TF_NUM_INTRAOP_THREADS", share)
+        os.environ.setdefault("TF_NUM_INTEROP_THREADS", share)
+
+
+_share_the_cpus()
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
