@@ -7,8 +7,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-
-from t2t_lite.runtime.threads import cpu_count  # noqa: E402  (TensorFlow not yet imported)
+from t2t_lite.runtime.threads import cpus_per_part  # noqa: E402  (TensorFlow not yet imported)
 
 
 def _share_the_cpus() -> None:
@@ -18,7 +17,7 @@ def _share_the_cpus() -> None:
     commands a test runs."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
-        share = str(max(1, cpu_count() // workers))
+        share = str(cpus_per_part(workers))
         os.environ.setdefault("TF_NUM_INTRAOP_THREADS", share)
         os.environ.setdefault("TF_NUM_INTEROP_THREADS", share)
 

@@ -34,6 +34,12 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def cpus_per_part(parts: int) -> int:
+    """The CPUs each of `parts` searches or processes gets of this process' (`cpu_count`), at
+    least one."""
+    return max(1, cpu_count() // parts)
+
+
 def split_cpus(inter_threads: int, flag: str = "--inter_threads") -> int:
     """Gives each op `cpu_count() // inter_threads` threads (at least one), for `inter_threads`
     batches searched at once; returns that number. 1 leaves TensorFlow's default (every CPU).
@@ -42,7 +48,7 @@ def split_cpus(inter_threads: int, flag: str = "--inter_threads") -> int:
         raise ValueError(f"{flag}={inter_threads} must be at least 1")
     if inter_threads == 1:
         return cpu_count()
-    per_op = max(1, cpu_count() // inter_threads)
+    per_op = cpus_per_part(inter_threads)
     try:
         tf.config.threading.set_intra_op_parallelism_threads(per_op)
     except RuntimeError:

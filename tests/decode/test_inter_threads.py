@@ -73,6 +73,13 @@ def test_split_cpus_is_refused_once_tensorflow_has_run():
         split_cpus(0)
 
 
+def test_each_part_gets_its_share_of_the_cpus_and_at_least_one(monkeypatch):
+    from t2t_lite.runtime import threads
+
+    monkeypatch.setattr(threads, "cpu_count", lambda: 8)
+    assert [threads.cpus_per_part(n) for n in (1, 2, 3, 8, 16)] == [8, 4, 2, 1, 1]
+
+
 def test_two_threads_decode_score_and_distill_as_one(run_dir):
     from t2t_lite.decode.translator import Translator
     from t2t_lite.train.distill import best_hypotheses
