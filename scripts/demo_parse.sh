@@ -6,7 +6,8 @@
 #   the budget chose on the dev documents) -> t2t-evalb against the gold trees.
 # Settings (environment): GUM_DIR (a folder of GUM's *.ptb files; default: fetched by
 # scripts/fetch_gum.py into ~/.cache/t2t_lite, checked and resumable), DEMO_DIR, TRAIN_MINUTES,
-# BEAM_SIZE (unset: the run's tuned search), HPARAMS.
+# BEAM_SIZE (unset: the run's tuned search), HPARAMS, PROBLEM_OPTIONS
+# (datagen's --problem_options, e.g. vocab_size=8000: another DEMO_DIR, as the data differs).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ DEMO_DIR=${DEMO_DIR:-/tmp/t2t_demo_parse}
 TRAIN_MINUTES=${TRAIN_MINUTES:-27}  # with datagen and decoding, within 30 minutes
 BEAM_SIZE=${BEAM_SIZE:-}  # set: decode with this beam instead of the one the run tuned on dev
 HPARAMS=${HPARAMS:-}
+PROBLEM_OPTIONS=${PROBLEM_OPTIONS:-}
 BIN=.venv/bin
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 
@@ -30,7 +32,8 @@ stamp() { echo "demo-parse: [$(( $(date +%s) - start ))s] $*"; }
 stamp "datagen into $DEMO_DIR/data"
 # No vocab_size: the vocabulary is sized from the training trees (every word seen at least 3
 # times, and the signatures of the rarer ones; docs/parsing.md, "Vocabulary").
-"$BIN/t2t-datagen" --problem=parsing_trees --data_dir="$DEMO_DIR/data" --gum_dir="$GUM_DIR"
+"$BIN/t2t-datagen" --problem=parsing_trees --data_dir="$DEMO_DIR/data" --gum_dir="$GUM_DIR" \
+    --problem_options="$PROBLEM_OPTIONS"
 
 # --train_minutes fits the learning-rate schedule to the minutes (docs/training.md, "Training on
 # a time budget") and ends with the end-of-run choice in run/final, which t2t-decode then reads.
