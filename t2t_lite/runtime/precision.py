@@ -7,9 +7,11 @@ float32, and where TensorFlow does not run oneDNN (an AVX2-only CPU) its own bfl
 also coarser (measured on an AMD EPYC with AVX2 only: a 64 x 48 x 500 bfloat16 einsum off by 1.7 %
 of its largest value, where one bfloat16 rounding of each sum costs at most 0.2 %).
 So "auto" asks the hardware: a GPU of compute capability 8.0 or more (Ampere and later), or
-Linux's CPU flags `avx512_bf16` / `amx_bf16` when there is no GPU. A run records the resolved
-policy in hparams.json, so decoding and export use what training used, except on a machine
-without bfloat16 arithmetic, where a mixed bfloat16 run decodes in float32
+Linux's CPU flags `avx512_bf16` / `amx_bf16` when there is no GPU, on a CPU only where
+TensorFlow runs its oneDNN ops (`onednn_enabled`; TF_ENABLE_ONEDNN_OPTS=0 turns them off, and
+TensorFlow's own bfloat16 kernels are then the slower ones even on those CPUs). A run records
+the resolved policy in hparams.json, so decoding and export use what training used, except on a
+machine without bfloat16 arithmetic, where a mixed bfloat16 run decodes in float32
 (`decoding_precision`).
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import tensorflow as tf
+from tensorflow.python.util import _pywrap_util_port
 
 from t2t_lite.runtime.cpu import cpu_flags
 
@@ -35,15 +38,25 @@ def gpu_capabilities() -> list[tuple[int, int]]:
     return found
 
 
+def onednn_enabled() -> bool:
+    """Whether TensorFlow runs its oneDNN ops in this process: by default on x86 CPUs with
+    AVX-512 VNNI, AVX-512 BF16 or AMX; TF_ENABLE_ONEDNN_OPTS=0 or 1 says otherwise."""
+    return bool(_pywrap_util_port.IsMklEnabled())
+
+
 def native_bfloat16(
     flags: Iterable[str] | None = None, gpus: list[tuple[int, int]] | None = None
 ) -> bool:
     """Whether the device that will compute (the GPUs if any, else the CPU) has bfloat16
-    arithmetic; `flags` and `gpus` default to this machine's."""
+    arithmetic; `flags` and `gpus` default to this machine's. This machine's CPU counts only
+    where TensorFlow runs its oneDNN ops (`onednn_enabled`): without them, on an Intel Xeon
+    with AMX, mixed bfloat16 decoded `make demo`'s model at 0.66x of float32's speed (greedy)
+    and 0.79x (beam 4), docs/results/benchmarks.md."""
     gpus = gpu_capabilities() if gpus is None else gpus
     if gpus:
         return all(capability >= NATIVE_BF16_GPU_CAPABILITY for capability in gpus)
-    flags = cpu_flags() if flags is None else flags
+    if flags is None:
+        return bool(NATIVE_BF16_CPU_FLAGS & cpu_flags()) and onednn_enabled()
     return bool(NATIVE_BF16_CPU_FLAGS & set(flags))
 
 

@@ -13,10 +13,10 @@ import time
 import pytest
 import tensorflow as tf
 from decoding_helpers import model_hparams, tiny_model
-from onednn import onednn_on
 
 from t2t_lite.run.layout import CHECKPOINT_DIR
 from t2t_lite.run.run_info import RunInfo
+from t2t_lite.runtime.precision import onednn_enabled
 
 BIN = os.path.dirname(sys.executable)
 # Each installed entry point and flags its --help must list.
@@ -357,4 +357,5 @@ def test_a_decode_prints_no_start_up_lines_unless_verbose(run_dir):
     )  # fmt: skip
     assert verbose.returncode == 0 and "InitializeLog" in verbose.stderr, verbose.stderr[-3000:]
     # The oneDNN line only where TensorFlow runs oneDNN (not on an AVX2-only CPU).
-    assert ("oneDNN custom operations" in verbose.stderr) == onednn_on(), verbose.stderr[-3000:]
+    said = "oneDNN custom operations" in verbose.stderr
+    assert said == onednn_enabled(), verbose.stderr[-3000:]

@@ -10,9 +10,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from onednn import onednn_on
 
 from t2t_lite.model.layers import SharedEmbedding, int8_kernel, int8_product
+from t2t_lite.runtime.precision import onednn_enabled
 
 WEIGHTS_ONLY = keras.quantizers.Int8QuantizationConfig(
     weight_quantizer=None, activation_quantizer=None
@@ -20,14 +20,14 @@ WEIGHTS_ONLY = keras.quantizers.Int8QuantizationConfig(
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 on_x86 = pytest.mark.skipif(not X86, reason="oneDNN's int8 product is an x86 CPU kernel")
 needs_op = pytest.mark.skipif(
-    not (X86 and onednn_on()), reason="TensorFlow runs its oneDNN ops only on some x86 CPUs"
+    not (X86 and onednn_enabled()), reason="TensorFlow runs its oneDNN ops only on some x86 CPUs"
 )
 
 
 @on_x86
 def test_the_op_runs_where_onednn_does_and_is_used_where_exact():
     check = int8_product.check()
-    assert check.runs == onednn_on(), check
+    assert check.runs == onednn_enabled(), check
     if check.runs:  # AMX and VNNI sum in int32; the others clip (test_int8_kernel.py)
         assert check.exact == (int8_kernel.sums(check.isa) == "int32"), check
     else:  # e.g. an AMD EPYC with AVX2 only: the op returns an empty tensor

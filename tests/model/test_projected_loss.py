@@ -5,11 +5,11 @@ apart, differentiated by the tape, and against the model's own logits."""
 import numpy as np
 import pytest
 import tensorflow as tf
-from onednn import onednn_on
 
 from t2t_lite.hparams import get_hparams
 from t2t_lite.model.losses import label_smoothed_cross_entropy, projected_cross_entropy
 from t2t_lite.model.transformer import Transformer
+from t2t_lite.runtime.precision import onednn_enabled
 from t2t_lite.train.step import training_stats
 
 TOKENS, D_MODEL, VOCAB = (2, 29), 48, 500
@@ -62,7 +62,7 @@ def test_float32_equals_the_tape_through_the_logits(label_smoothing, on_smoothed
 
 
 @pytest.mark.skipif(
-    not onednn_on(),
+    not onednn_enabled(),
     reason="without oneDNN (an AVX2-only CPU) TensorFlow's bfloat16 products are coarser than "
     "one rounding of their float32 sums, and precision=auto keeps float32 there",
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
+from command_helpers import ENV, python_json
 from train_helpers import run_training
 
 from t2t_lite.hparams import get_hparams
@@ -31,6 +32,32 @@ from t2t_lite.runtime.precision import decoding_precision, native_bfloat16, reso
 def test_auto_resolves_from_the_hardware(flags, gpus, expected):
     assert resolve_precision("auto", flags, gpus) == expected
     assert native_bfloat16(flags, gpus) == (expected == "mixed_bfloat16")
+
+
+@pytest.mark.parametrize("onednn", [True, False])
+def test_this_cpu_computes_bfloat16_only_with_tensorflows_onednn_ops(monkeypatch, onednn):
+    """This machine's bfloat16 CPU counts only where TensorFlow runs its oneDNN ops; flags given
+    describe a CPU with TensorFlow's defaults, whatever this process runs."""
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2", "amx_bf16"}))
+    monkeypatch.setattr(precision, "gpu_capabilities", lambda: [])
+    monkeypatch.setattr(precision, "onednn_enabled", lambda: onednn)
+    expected = "mixed_bfloat16" if onednn else "float32"
+    assert native_bfloat16() == onednn
+    assert resolve_precision("auto") == expected
+    assert decoding_precision("mixed_bfloat16") == expected
+    assert native_bfloat16({"amx_bf16"}, []) and decoding_precision("float32") == "float32"
+
+
+@pytest.mark.parametrize("setting", ["0", "1"])
+def test_onednn_enabled_follows_tf_enable_onednn_opts(setting):
+    code = (
+        "import json; from t2t_lite.runtime.precision import onednn_enabled, resolve_precision; "
+        "print(json.dumps([onednn_enabled(), resolve_precision('auto', gpus=[])]))"
+    )
+    enabled, policy = python_json(code, env={**ENV, "TF_ENABLE_ONEDNN_OPTS": setting})
+    assert enabled == (setting == "1")
+    if setting == "0":  # TensorFlow's own kernels compute: float32 on any CPU
+        assert policy == "float32"
 
 
 @pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16", "mixed_float16"])

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from decoding_helpers import random_inputs, rising_eos_table, scripted_step_fn, tiny_model
-from onednn import onednn_on
 
 from t2t_lite.decode import transformer_step
+from t2t_lite.runtime.precision import onednn_enabled
 from t2t_lite.search import beam as search
 
-ONEDNN = onednn_on()
+ONEDNN = onednn_enabled()
 
 
 # Beam 1 is t2t-decode's greedy search, whose steps never gather the cache: the compaction
