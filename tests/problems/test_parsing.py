@@ -370,9 +370,12 @@ def test_cpu_parsing_hparams_set_builds():
     hparams = get_hparams("transformer_parsing_small")
     paper = get_hparams("transformer_parsing")
     small = get_hparams("transformer_small")
-    # transformer_small's CPU recipe at width 128: only the size, the tree length and the share
-    # of the minutes kept for the search tuning differ.
-    assert hparams == small.replace(d_model=128, d_ff=512, max_length=256, budget_tune_share=0.08)
+    # transformer_small's CPU recipe at width 128: only the size, the tree length, the share of
+    # the minutes kept for the search tuning and P_drop (from the same 8 passes) differ.
+    assert hparams == small.replace(
+        d_model=128, d_ff=512, max_length=256, budget_tune_share=0.08, dropout=0.2
+    )
+    assert (hparams.dropout, hparams.dropout_passes) == (0.2, 8.0)
     assert (hparams.d_model, hparams.num_encoder_layers, hparams.precision) == (128, 3, "auto")
     assert hparams.max_length == 256 and paper.d_model == 1024
     model = Transformer.from_hparams(hparams, 40)
