@@ -59,7 +59,8 @@ def _check_hparams(problem) -> None:
     from t2t_lite.hparams import get_hparams
 
     try:
-        get_hparams(FLAGS.hparams_set or problem.budget_ladder[-1], FLAGS.hparams)
+        hparams = get_hparams(FLAGS.hparams_set or problem.budget_ladder[-1], FLAGS.hparams)
+        problem.check_hparams(FLAGS.data_dir, hparams)  # before the run folder is written
     except (KeyError, ValueError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e  # (no quotes)
         raise app.UsageError(f"--hparams_set/--hparams: {message}") from None

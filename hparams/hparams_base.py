@@ -44,6 +44,10 @@ class HParams:
     attention_dropout: float = 0.0  # on the attention weights (tensor2tensor's; not the paper's)
     relu_dropout: float = 0.0  # on the feed-forward hidden activations (tensor2tensor's too)
     label_smoothing: float = 0.1  # epsilon_ls
+    # alpha > 0: a training source word seen c times is read as its unknown-word signature
+    # with probability alpha / (alpha + c) (t2t_lite.data.word_dropout; words vocabularies
+    # with signatures only, the parsing problems').
+    word_dropout: float = 0.0
     # > 0: `dropout` is off until the run expects at least this many passes over the training
     # targets, decided once after its first steps (t2t_lite.train.late_dropout); 0: from step 1.
     dropout_passes: float = 0.0
@@ -148,8 +152,9 @@ class HParams:
                 f"hparam budget_tune_min_seconds must be >= 0, got {self.budget_tune_min_seconds}"
             )
         self._check_bounds()
-        if self.dropout_passes < 0:
-            raise ValueError(f"hparam dropout_passes must be >= 0, got {self.dropout_passes}")
+        for name in ("dropout_passes", "word_dropout"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"hparam {name} must be >= 0, got {getattr(self, name)}")
         if not (self.d_k or self.d_v) and self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "

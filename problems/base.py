@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from absl import logging
 
 from t2t_lite import data  # its tokenizers load TensorFlow when first used
+from t2t_lite.data import word_dropout
 from t2t_lite.extras import lazy_import
 from t2t_lite.hparams import HParams, SearchSettings
 from t2t_lite.hparams.hparams_base import parse_bool
@@ -270,11 +271,21 @@ class Problem:
         """Batches {"inputs": int32 [b, s], "targets": int32 [b, t]} of a finished split.
 
         `options` are those of `t2t_lite.data.pipeline.make_dataset_from_files` (shuffle, repeat,
-        seed, input_context), which batches and shards.
+        seed, input_context), which batches and shards; the train split's source words go
+        through `hparams.word_dropout` (`t2t_lite.data.word_dropout`).
         """
-        return data.pipeline.make_dataset_from_files(
-            self.split_files(data_dir, split), hparams, **options
-        )
+        files = self.split_files(data_dir, split)
+        if split == "train" and hparams.word_dropout:  # the training stream only
+            options["transform"] = word_dropout.training_transform(
+                self.tokenizer(data_dir), files, hparams.word_dropout, options.get("seed", 0)
+            )
+        return data.pipeline.make_dataset_from_files(files, hparams, **options)
+
+    def check_hparams(self, data_dir: str, hparams: HParams) -> None:
+        """ValueError for hparams that this problem's data cannot train with: word dropout
+        without a words vocabulary with signatures to read the dropped words as."""
+        if hparams.word_dropout:
+            word_dropout.check_tokenizer(self.tokenizer(data_dir), hparams.word_dropout)
 
     def split_files(self, data_dir: str, split: str) -> list[str]:
         """The shard paths of a split, as metadata.json lists them (only finished data)."""

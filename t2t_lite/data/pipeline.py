@@ -8,6 +8,8 @@ padded to its bucket's largest length, so a compiled step sees few distinct shap
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tensorflow as tf
 
 from t2t_lite.hparams import HParams
@@ -51,6 +53,7 @@ def make_dataset_from_files(
     repeat: bool,
     seed: int = 0,
     input_context: tf.distribute.InputContext | None = None,
+    transform: Callable[[tf.data.Dataset], tf.data.Dataset] | None = None,
 ) -> tf.data.Dataset:
     """Batched model features {"inputs": int32 [b, s], "targets": int32 [b, t]} from shards.
 
@@ -66,6 +69,8 @@ def make_dataset_from_files(
         of an epoch is trained on by exactly one worker; a step of n workers sees the batches a
         step of one worker with n replicas sees (so the two train alike), and a resumed run
         skips each pipeline's own batches.
+      transform: applied to the stream of batches before it is sharded, so that every pipeline
+        sees the batches one pipeline makes (`t2t_lite.data.word_dropout`).
     """
     if hparams.max_length > hparams.batch_size:
         raise ValueError(
@@ -100,6 +105,8 @@ def make_dataset_from_files(
         bucket_batch_sizes=bucket_batch_sizes(boundaries, hparams.batch_size),
         pad_to_bucket_boundary=True,
     )
+    if transform is not None:
+        ds = transform(ds)
     if input_context is not None and input_context.num_input_pipelines > 1:
         ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     return ds.prefetch(tf.data.AUTOTUNE)

@@ -119,6 +119,15 @@ class WordTokenizer(Tokenizer):
         )
         self.signatures = any(token.startswith(SIGNATURE_PREFIX) for token in tokens)
 
+    def tokens(self) -> list[str]:
+        """The list's tokens in id order."""
+        return [token.decode("utf-8") for token in self._tokens.numpy()]
+
+    def signature_ids(self) -> np.ndarray:
+        """[vocab] int32: the id of each token of the list read as an unknown word, its
+        signature's (UNK_ID where the list lacks that signature; `t2t_lite.data.word_dropout`)."""
+        return self._table.lookup(word_signatures(self._tokens)).numpy()
+
     def _encode(self, strings: tf.Tensor) -> tf.RaggedTensor:
         words = tf.strings.split(strings)  # --> ragged [batch, (words)]
         return tf.ragged.map_flat_values(self._lookup, words)
