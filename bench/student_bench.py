@@ -12,7 +12,8 @@ CTranslate2's `inter_threads` and `intra_threads`). A setting translates the who
 with beam 4 (--beam_size; 1 is greedy search; the student at each of --student_beams, as a
 distilled student may search narrower, Kim and Rush 2016; --patience, both engines' stopping rule)
 and the run's alpha (the one its budget
-tuned on dev, else the problem's 0.6) in batches of 4,096 source tokens, for BLEU (sacreBLEU), then
+tuned on dev, else the problem's 0.6) in batches of --batch_tokens source tokens (4,096,
+t2t-decode's default; both engines), for BLEU (sacreBLEU), then
 the first --timed_lines sentences `repeats` more times, timed; the median is reported. t2t_lite
 decodes with the `Translator` (what t2t-decode runs): "float32" is a float32 copy of a
 mixed-precision run's weights, "bfloat16" the mixed bfloat16 policy, "int8" `--quantize=int8`.
@@ -44,6 +45,9 @@ flags.DEFINE_string("shortlist", "100,50", "The shortlist setting measured.")
 flags.DEFINE_list("cores", ["2", "1"], "CPUs per setting; settings with 1 are those of ONE_CORE.")
 flags.DEFINE_integer("timed_lines", 300, "Sentences of each timed pass.")
 flags.DEFINE_integer("repeats", 3, "Timed passes.")
+flags.DEFINE_integer(
+    "batch_tokens", 4096, "Source tokens per batch, in both engines.", lower_bound=1
+)
 flags.DEFINE_integer("beam_size", 4, "The search of every setting (1: greedy).")
 flags.DEFINE_float(
     "patience", 0.0, "Beam search's patience in both engines (0: t2t_lite's exact bound, "
@@ -85,7 +89,7 @@ def t2t_translate(setting: dict):
         copy.set_weights(model.get_weights())
         model = copy
     translator = Translator(
-        model, run.tokenizer, run.search, 4096, run.problem.postprocess,
+        model, run.tokenizer, run.search, FLAGS.batch_tokens, run.problem.postprocess,
         shortlist=run.shortlist, inter_threads=setting["inter_threads"],
     )  # fmt: skip
     size = sum(v.numpy().nbytes for v in model.weights)
@@ -111,7 +115,7 @@ def ct2_translate(setting: dict):
         tokens = [pieces.encode(line.strip(), out_type=str) for line in lines]
         results = translator.translate_batch(
             tokens, beam_size=setting["beam_size"], length_penalty=setting["alpha"],
-            patience=setting.get("patience") or 1.0, max_batch_size=4096,
+            patience=setting.get("patience") or 1.0, max_batch_size=FLAGS.batch_tokens,
             batch_type="tokens",
             max_input_length=info["max_positions"], max_decoding_length=info["max_positions"],
             use_vmap=bool(setting["shortlist"]),
@@ -201,7 +205,8 @@ def spawn(setting: dict) -> dict:
     cpus = ",".join(str(i) for i in range(setting["cores"]))
     command = ["taskset", "-c", cpus, sys.executable, __file__, f"--worker={json.dumps(setting)}",
                f"--source={FLAGS.source}", f"--reference={FLAGS.reference}",
-               f"--timed_lines={FLAGS.timed_lines}", f"--repeats={FLAGS.repeats}"]  # fmt: skip
+               f"--timed_lines={FLAGS.timed_lines}", f"--repeats={FLAGS.repeats}",
+               f"--batch_tokens={FLAGS.batch_tokens}"]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})  # fmt: skip
     if done.returncode:
@@ -299,6 +304,8 @@ def main(argv) -> None:
         kind += "_student_beams" + "_".join(map(str, beams("student")))
     if FLAGS.inter_threads != ["1"]:
         kind += "_inter_threads" + "_".join(FLAGS.inter_threads)
+    if FLAGS.batch_tokens != 4096:
+        kind += f"_batch{FLAGS.batch_tokens}"
     name = f"{about['date']}_{kind}"
     write_record(FLAGS.record, kind, about, {"rows": rows}, text)
     record = FLAGS.record or os.path.join(os.path.dirname(__file__), "results", name)
