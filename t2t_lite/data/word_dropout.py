@@ -2,13 +2,13 @@
 
 A words vocabulary with signatures (`t2t_lite.data.word_signatures`, the parsing problems')
 reads a word outside it as its signature, `<unk:c_ing>` and the like. Without word dropout the
-signatures learn only from the training words too rare for an id of their own, a few percent of
-the training tokens, while a treebank of another genre has many more unknown words (on GUM's
-test documents one word in eight, tagged at 80 % against 97 % for the known ones by `make
-demo-parse`'s model). With `word_dropout` alpha > 0, a training source word seen c times is read
-as its signature with probability alpha / (alpha + c), as Kiperwasser and Goldberg (2016)
-replaced words by an unknown-word token: rare words most often, frequent ones almost never, so
-the signatures also learn from the contexts of known words.
+signatures learn only from the training words too rare for an id of their own (7 % of GUM's
+training words in `make demo-parse`'s vocabulary), while the documents a parser reads later can
+hold more (one word in eight on GUM's test documents, tagged at 80 % against 97 % for the known
+ones by the demo's model). With `word_dropout` alpha > 0, a training source word seen c times
+is read as its signature with probability alpha / (alpha + c), as Kiperwasser and Goldberg
+(2016) replaced words by an unknown-word token: rare words most often, frequent ones almost
+never, so the signatures also learn from the contexts of known words.
 
 The replacements follow the run's seed and each batch's place in the training stream
 (`tf.random.stateless_uniform`), so the stream stays a deterministic function of the seed and a
