@@ -137,7 +137,8 @@ transformer_small_table3 = _cpu_sized(num_layers=3, d_model=256, max_positions=5
 # but two runs with it parsed the 738 dev sentences at 80.13 and 78.92 against 79.41 for one
 # without, and the test set below it (docs/results/parsing.md, 2026-12-07). 1,024-token batches:
 # 2,048 processed 1.4x the tokens a second at this width, and their run scored 0.64 F1 less; no
-# attention dropout: 0.1 scored 2.29 less (the same journal and date).
+# attention dropout: 0.1 scored 2.29 less; a decay over the last two fifths 0.91 less (the same
+# journal and date).
 transformer_parsing_small = transformer_small.replace(
     d_model=128, d_ff=512, max_length=256, budget_tune_share=0.08, dropout=0.2
 )
