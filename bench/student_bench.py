@@ -304,7 +304,7 @@ def main(argv) -> None:
         kind += "_student_beams" + "_".join(map(str, beams("student")))
     if FLAGS.inter_threads != ["1"]:
         kind += "_inter_threads" + "_".join(FLAGS.inter_threads)
-    if FLAGS.batch_tokens != 4096:
+    if FLAGS.batch_tokens != FLAGS["batch_tokens"].default:
         kind += f"_batch{FLAGS.batch_tokens}"
     name = f"{about['date']}_{kind}"
     write_record(FLAGS.record, kind, about, {"rows": rows}, text)
