@@ -136,9 +136,9 @@ transformer_small_table3 = _cpu_sized(num_layers=3, d_model=256, max_positions=5
 # Tried on the demo and kept out, each scoring lower (docs/results/parsing.md, 2026-12-07): word
 # dropout (t2t_lite/data/word_dropout.py; alpha 1 tagged unknown words better, but two runs
 # parsed the 738 dev sentences at 80.13 and 78.92 against 79.41 without), 2,048-token batches
-# (1.4x the tokens a second at this width, 0.64 F1 less), attention dropout 0.1 (2.29 less), no
-# label smoothing (1.24 less), d_ff 1,024 (1.65 less) and a decay over the last two fifths (0.91
-# less).
+# (1.4x the tokens a second at this width, 0.64 F1 less), attention dropout 0.1 (2.29 less) and
+# a decay over the last two fifths (0.91 less); no label smoothing and d_ff 1,024 scored between
+# this set's runs on a fast and a slow hour, with steps between theirs.
 transformer_parsing_small = transformer_small.replace(
     d_model=128, d_ff=512, max_length=256, budget_tune_share=0.08, dropout=0.2
 )
