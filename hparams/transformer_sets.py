@@ -132,13 +132,16 @@ transformer_small_table3 = _cpu_sized(num_layers=3, d_model=256, max_positions=5
 # time where transformer_small's 5 % (81 s) would leave beam 48 out on a slower hour. P_drop 0.2
 # (still from 8 expected passes): its demo makes about 20 passes over GUM's 13,773 trees, and
 # one run with 0.2 reached the lowest dev loss (0.3352) and the best test F1 (79.92) of the
-# demo's five on 2 CPUs, against 79.09-79.51 with 0.1 (docs/results/parsing.md, 2026-12-07).
+# demo's five on 2 CPUs, against 79.09-79.51 with 0.1 (docs/results/parsing.md, 2026-12-07);
+# on an AMD EPYC with AVX-512 BF16 it scored 78.91 and 79.64 (12,565 and 15,012 steps).
 # Tried on the demo and kept out, each scoring lower (docs/results/parsing.md, 2026-12-07): word
 # dropout (t2t_lite/data/word_dropout.py; alpha 1 tagged unknown words better, but two runs
 # parsed the 738 dev sentences at 80.13 and 78.92 against 79.41 without), 2,048-token batches
-# (1.4x the tokens a second at this width, 0.64 F1 less), attention dropout 0.1 (2.29 less) and
-# a decay over the last two fifths (0.91 less); no label smoothing and d_ff 1,024 scored between
-# this set's runs on a fast and a slow hour, with steps between theirs.
+# (1.4x the tokens a second at this width, 0.64 F1 less), 512-token batches (1.55x the updates,
+# 0.75x the tokens: 0.48 and 1.21 F1 below two runs of this set on an AMD EPYC with AVX-512 BF16
+# the same evening), attention dropout 0.1 (2.29 less) and a decay over the last two fifths
+# (0.91 less); no label smoothing and d_ff 1,024 scored between this set's runs on a fast and a
+# slow hour, with steps between theirs.
 transformer_parsing_small = transformer_small.replace(
     d_model=128, d_ff=512, max_length=256, budget_tune_share=0.08, dropout=0.2
 )
