@@ -51,6 +51,14 @@ flags.DEFINE_boolean("init_optimizer", False, "With --init_from: its optimizer a
 flags.DEFINE_integer(
     "lora_rank", 0, "With --init_from: train a rank-R LoRA adapter over its frozen weights."
 )
+flags.DEFINE_integer(
+    "intra_threads",
+    None,
+    "Threads per TensorFlow op; 0: every CPU. Default: one, two ops at once, on a machine of 2 "
+    "CPUs for a model up to width 256 (its steps are chains of small ops), else every CPU; "
+    "TF_NUM_INTRAOP_THREADS's where the environment sets it (docs/training.md).",
+    lower_bound=0,
+)
 
 
 def _check_hparams(problem) -> None:
@@ -75,16 +83,17 @@ def main() -> None:
         problem.check_data_dir(FLAGS.data_dir)  # not another problem's data
         _check_hparams(problem)
     from t2t_lite.train import loop as training  # TensorFlow: after the flags are checked
-    from t2t_lite.train.model_probe import hparams_set_for_run
+    from t2t_lite.train.model_probe import hparams_set_for_run, set_training_threads
 
-    strategy = cluster_flags.strategy_from_flags()  # before any other TensorFlow op
-    if FLAGS.usr_dir:
+    if FLAGS.usr_dir:  # (its problems register; nothing of TensorFlow may run as they do)
         problems.import_usr_dir(FLAGS.usr_dir)
     fields = TrainConfig.__dataclass_fields__
     values = {name: FLAGS[name].value for name in fields if name in FLAGS}
     config = TrainConfig(**values, hparams_overrides=FLAGS.hparams)
     problem = problems.get_problem(FLAGS.problem)
     _check_hparams(problem)
+    set_training_threads(problem, config, FLAGS.hparams_set)
+    strategy = cluster_flags.strategy_from_flags()  # before any other TensorFlow op
     chosen = hparams_set_for_run(problem, config, FLAGS.hparams_set, strategy)
     hparams = get_hparams(chosen.name, FLAGS.hparams)
     given = FLAGS.hparams_set is not None  # (then logs what the budget would have chosen)

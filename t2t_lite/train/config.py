@@ -62,6 +62,9 @@ class TrainConfig:
     # adapter alone (t2t_lite.run.adapter).
     lora_rank: int = 0
     usr_dir: str = ""  # the --usr_dir that registered the problem, recorded in hparams.json
+    # Threads per TensorFlow op; None: t2t_lite.runtime.threads.training_threads_per_op's rule,
+    # applied by `model_probe.set_training_threads` before TensorFlow starts.
+    intra_threads: int | None = None
     # The --hparams overrides as given ("k=v,k=v"): what the caller chose, which the budget's
     # schedule and the late-dropout rule leave as it is (`resolve_run`).
     hparams_overrides: str = ""

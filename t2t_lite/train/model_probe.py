@@ -152,12 +152,11 @@ def hparams_set_for_run(problem, config: TrainConfig, given: str | None, strateg
     In a multi-worker run the chief probes and every worker trains its choice."""
     if given:
         return RunSet(given)
-    info_path = os.path.join(config.output_dir, RUN_INFO_FILE)
-    if os.path.isfile(info_path):
-        with open(info_path) as f:
-            name = json.load(f)["hparams_set"]
-        logging.info("model choice: %s, the set of the run in %s (resumed)", name, info_path)
-        return RunSet(name)
+    resumed = _resumed_set(config.output_dir)
+    if resumed:
+        info_path = os.path.join(config.output_dir, RUN_INFO_FILE)
+        logging.info("model choice: %s, the set of the run in %s (resumed)", resumed, info_path)
+        return RunSet(resumed)
     if not config.train_minutes:
         return RunSet(DEFAULT_SET)
     problem.check_data_dir(config.data_dir)
@@ -174,6 +173,39 @@ def hparams_set_for_run(problem, config: TrainConfig, given: str | None, strateg
     if not consensus.chief:
         logging.info("model choice: %s, the chief's", name)
     return RunSet(name, seconds)
+
+
+def widest_set(problem, config: TrainConfig, given: str | None) -> str:
+    """The widest set a t2t-train run may train, known before anything of TensorFlow runs (no
+    probe): `given`, a resumed run's own, with --train_minutes the widest of the budget's
+    ladder, else DEFAULT_SET."""
+    unprobed = problem.budget_ladder[-1] if config.train_minutes else DEFAULT_SET
+    return given or _resumed_set(config.output_dir) or unprobed
+
+
+def set_training_threads(problem, config: TrainConfig, given: str | None) -> None:
+    """Threads per op for this run (config.intra_threads, else the rule of
+    t2t_lite.runtime.threads.training_threads_per_op for the width of `widest_set`), set
+    before TensorFlow runs an op: t2t-train calls it before its distribution strategy."""
+    from t2t_lite.runtime import threads
+
+    d_model = get_hparams(widest_set(problem, config, given), config.hparams_overrides).d_model
+    per_op = threads.training_threads_per_op(d_model, config.intra_threads)
+    if per_op:
+        threads.set_threads_per_op(per_op, f"--intra_threads={per_op}")
+        logging.info(
+            "threads per op: %d of %d CPUs (a model %d wide; --intra_threads=0: every CPU)",
+            per_op, threads.cpu_count(), d_model,
+        )  # fmt: skip
+
+
+def _resumed_set(output_dir: str) -> str | None:
+    """The hparams set of the run in `output_dir` (hparams.json), None where there is none."""
+    info_path = os.path.join(output_dir, RUN_INFO_FILE)
+    if not os.path.isfile(info_path):
+        return None
+    with open(info_path) as f:
+        return json.load(f)["hparams_set"]
 
 
 def _consensus(strategy):
