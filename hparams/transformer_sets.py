@@ -133,7 +133,8 @@ transformer_small_table3 = _cpu_sized(num_layers=3, d_model=256, max_positions=5
 # (still from 8 expected passes): its demo makes about 20 passes over GUM's 13,773 trees, and
 # one run with 0.2 reached the lowest dev loss (0.3352) and the best test F1 (79.92) of the
 # demo's five on 2 CPUs, against 79.09-79.51 with 0.1 (docs/results/parsing.md, 2026-12-07);
-# on an AMD EPYC with AVX-512 BF16 it scored 78.91 and 79.64 (12,565 and 15,012 steps).
+# on an AMD EPYC with AVX-512 BF16 it scored 78.91 and 79.64 (12,565 and 15,012 steps), and
+# 79.81 with one thread per op (15,681 steps; t2t-train's setting on 2 CPUs since 2026-12-08).
 # Tried on the demo and kept out, each scoring lower (docs/results/parsing.md, 2026-12-07): word
 # dropout (t2t_lite/data/word_dropout.py; alpha 1 tagged unknown words better, but two runs
 # parsed the 738 dev sentences at 80.13 and 78.92 against 79.41 without), 2,048-token batches
