@@ -50,7 +50,7 @@ def describe_choice(data_dir: str, train_minutes: float, overrides: str, problem
     from t2t_lite.problems import get_problem
     from t2t_lite.problems.base import STATE
     from t2t_lite.train.config import TrainConfig
-    from t2t_lite.train.model_probe import choose_on_this_machine
+    from t2t_lite.train.model_probe import choose_on_this_machine, set_training_threads
 
     if problem_name is None:
         path = os.path.join(data_dir, STATE)
@@ -64,5 +64,6 @@ def describe_choice(data_dir: str, train_minutes: float, overrides: str, problem
         config = TrainConfig(
             output_dir, data_dir, train_minutes=train_minutes, hparams_overrides=overrides
         )
+        set_training_threads(problem, config, None)  # the probes time t2t-train's steps
         choice = choose_on_this_machine(problem, config)
     return "\n".join([choice.line(), json.dumps(choice.to_json(), indent=2)])

@@ -1,7 +1,7 @@
 """Threads per op in training (t2t_lite.runtime.threads.training_threads_per_op, t2t-train's
 --intra_threads): one per op on a machine of 2 CPUs for a model up to width 256, every CPU
 otherwise; the flag wins, then TF_NUM_INTRAOP_THREADS; t2t-train sets it before TensorFlow runs,
-from the widest set the run may train."""
+from the widest set the run may train, and t2t-info's probes run with what t2t-train takes."""
 
 from __future__ import annotations
 
@@ -49,6 +49,28 @@ def test_widest_set_is_the_given_the_resumed_or_the_ladders_widest(tmp_path):
     (tmp_path / "hparams.json").write_text(json.dumps({"hparams_set": "transformer_budget_xs"}))
     assert widest_set(problem, budget, None) == widest_set(problem, steps, None)
     assert widest_set(problem, steps, None) == "transformer_budget_xs"
+
+
+def test_t2t_info_probes_with_the_threads_t2t_train_would_take(tmp_path, monkeypatch):
+    from t2t_lite import problems
+    from t2t_lite.train import info, model_probe
+
+    data_dir = str(tmp_path / "data")
+    problems.get_problem("algorithmic_reverse").generate_data(
+        data_dir, num_symbols=8, max_sequence_length=6, train_size=16, dev_size=4
+    )
+    calls = []
+    monkeypatch.setattr(
+        model_probe, "set_training_threads", lambda p, c, given: calls.append(("threads", given))
+    )
+
+    def choose(problem, config):
+        calls.append(("probes", config.train_minutes))
+        return model_probe.model_choice.Choice("transformer_tiny", (), "stand-in")
+
+    monkeypatch.setattr(model_probe, "choose_on_this_machine", choose)
+    assert info.describe_choice(data_dir, 20.0, "").startswith("model choice: transformer_tiny")
+    assert calls == [("threads", None), ("probes", 20.0)]
 
 
 def test_t2t_train_sets_them_before_tensorflow_runs(tmp_path):
